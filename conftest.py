@@ -1,0 +1,86 @@
+"""Repo-wide pytest setup, shared by Bazel's pytest_test and plain `pytest` from the root.
+
+- Puts the generated protobuf/gRPC code on sys.path. Under Bazel it comes from the
+  build (//proto); under plain pytest (the GPU machine has no Bazel) it is generated
+  into .gen/ by proto/generate.py, or carried there already built.
+- GPU tests (`@pytest.mark.gpu`) skip cleanly without a GPU, and fail with a clear
+  "no GPU" message when REQUIRE_GPU=1 (bazel test --config=gpu sets it).
+"""
+
+import os
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.abspath(__file__))
+
+
+def _ensure_generated_protos():
+    try:
+        import cake.ir.v1.ir_pb2  # noqa: F401  (already importable: Bazel, or .gen on the path)
+        return
+    except ImportError:
+        pass
+    gen = os.path.join(ROOT, ".gen")
+    if gen not in sys.path:
+        sys.path.insert(0, gen)
+    sys.path_importer_cache.clear()
+    try:
+        import cake.ir.v1.ir_pb2  # noqa: F401,F811
+        return
+    except ImportError:
+        pass
+    sys.path.insert(0, os.path.join(ROOT, "proto"))
+    import generate  # proto/generate.py
+
+    generate.generate(gen)
+    for name in [m for m in sys.modules if m == "cake" or m.startswith("cake.")]:
+        del sys.modules[name]
+
+
+_ensure_generated_protos()
+
+
+def gpu_available():
+    """True when an NVIDIA GPU answers through the CUDA driver."""
+    try:
+        from cuda.bindings import driver
+
+        err, = driver.cuInit(0)
+    except (ImportError, RuntimeError):  # no cuda-python, or no libcuda.so.1 (no driver)
+        return False
+    if err != driver.CUresult.CUDA_SUCCESS:
+        return False
+    err, count = driver.cuDeviceGetCount()
+    return err == driver.CUresult.CUDA_SUCCESS and count > 0
+
+
+def gpu_compute_capability():
+    from cuda.bindings import driver
+
+    driver.cuInit(0)
+    _, dev = driver.cuDeviceGet(0)
+    attr = driver.CUdevice_attribute
+    _, major = driver.cuDeviceGetAttribute(attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev)
+    _, minor = driver.cuDeviceGetAttribute(attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev)
+    return major, minor
+
+
+def _missing_gpu_reason(item):
+    """Why `item` cannot run on this machine, or None when it can."""
+    if not gpu_available():
+        return "no GPU: the CUDA driver found no NVIDIA device on this machine"
+    if item.get_closest_marker("sm_90a") and gpu_compute_capability() != (9, 0):
+        return "no sm_90a GPU: this test needs compute capability 9.0, found %d.%d" % gpu_compute_capability()
+    return None
+
+
+def pytest_runtest_setup(item):
+    if not (item.get_closest_marker("gpu") or item.get_closest_marker("sm_90a")):
+        return
+    why = _missing_gpu_reason(item)
+    if why is None:
+        return
+    if os.environ.get("REQUIRE_GPU") == "1":
+        pytest.fail("REQUIRE_GPU=1 but " + why, pytrace=False)
+    pytest.skip(why)
