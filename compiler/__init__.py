@@ -1,0 +1,1 @@
+"""The CAKE compiler: IR, verification, cost analysis, lowering, build and service."""

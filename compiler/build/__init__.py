@@ -1,0 +1,1 @@
+"""nvcc/ptxas driver, ptxas report parsing and the compile cache."""
