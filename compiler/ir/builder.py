@@ -87,6 +87,17 @@ class BarrierHandle:
         return ir_pb2.BarrierRef(barrier=self.name)
 
 
+class _Dims:
+    """x, y, z of a builtin such as block (blockIdx) or grid (gridDim)."""
+
+    def __init__(self, prefix):
+        self.x, self.y, self.z = (E.sym("%s.%s" % (prefix, d)) for d in "xyz")
+
+
+block = _Dims("block")
+grid = _Dims("grid")
+
+
 def coord(axis):
     """Operand: the destination element's coordinate along `axis`."""
     return ir_pb2.Operand(coord=axis)
