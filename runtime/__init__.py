@@ -1,0 +1,1 @@
+"""CAKE's runtime: load, launch, check and time kernels from PyTorch (see README.md)."""

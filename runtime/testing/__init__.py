@@ -1,0 +1,1 @@
+"""Test kernels and contracts for the runtime: the GEMV cheat suite and fake pool tasks."""
