@@ -108,28 +108,28 @@ def _run_case(contract, launch, shape, dist, seed, device):
             None,
             seen,
         )
-    for i, out in enumerate(seen):
+    for name, out in zip(contract.output_names, seen):
         unwritten = int(poison.poisoned_mask(out).sum().item())
         if unwritten:
             if _written_when_device_synchronized(contract, launch, pristine, device):
                 return (
                     failures.SIDE_STREAM,
-                    "output %d is unwritten when the caller waits on torch's current stream, and written "
-                    "when the whole device is synchronised: the kernel runs on an unordered stream" % i,
+                    "output %s is unwritten when the caller waits on torch's current stream, and written "
+                    "when the whole device is synchronised: the kernel runs on an unordered stream" % name,
                     None,
                     seen,
                 )
             return (
                 failures.UNWRITTEN_OUTPUT,
-                "%d of %d elements of output %d were never written" % (unwritten, out.numel(), i),
+                "%d of %d elements of output %s were never written" % (unwritten, out.numel(), name),
                 None,
                 seen,
             )
-    for i, out in enumerate(seen):
+    for name, out in zip(contract.output_names, seen):
         if out.dtype.is_floating_point:
             bad = int((~torch.isfinite(out)).sum().item())
             if bad:
-                return failures.NAN_OR_INF, "%d of %d elements of output %d are NaN or Inf" % (bad, out.numel(), i), None, seen
+                return failures.NAN_OR_INF, "%d of %d elements of output %s are NaN or Inf" % (bad, out.numel(), name), None, seen
     mutated = [name for name, now, before in zip(contract.input_names, inputs, pristine) if not poison.bitwise_equal(now, before)]
     if mutated:
         return failures.INPUT_MUTATED, "inputs modified by the call: %s" % ", ".join(mutated), None, seen

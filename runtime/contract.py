@@ -28,12 +28,14 @@ class Contract:
 
     name: str
     input_names: tuple  # the kernel's inputs, in launch order
+    output_names: tuple  # its outputs, in launch order
     # Points of the domain, e.g. {"m": 4096, "n": 1024}. The first is the tuned shape; the
     # others must include sizes a tuned-only kernel gets wrong (tails, tiny, odd sizes).
     shapes: tuple
     # make_inputs(shape, distribution, generator, device) -> list of input tensors.
     make_inputs: Callable
-    # outputs(inputs) -> list of TensorSpec; reads only sizes, so it also serves fake tensors.
+    # outputs(inputs) -> list of TensorSpec, one per output name; reads only sizes, so it
+    # also serves fake tensors.
     outputs: Callable
     # reference(inputs) -> list of reference outputs, in fp32 or fp64.
     reference: Callable

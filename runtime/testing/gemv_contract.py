@@ -47,6 +47,7 @@ def contract():
     return Contract(
         name="gemv_f32",
         input_names=("A", "x"),
+        output_names=("y",),
         shapes=SHAPES,
         make_inputs=make_inputs,
         outputs=outputs,
