@@ -1,0 +1,109 @@
+"""What a measurement ran on: GPU, clocks, driver and library versions.
+
+Timings are comparable only on the same hardware, clocks and software, so every
+TimingResult carries this record. Clocks and the display driver come from
+nvidia-smi (sampled when the record is taken); anything unavailable is None.
+"""
+
+import platform
+import subprocess
+
+SMI_FIELDS = (
+    "pci.bus_id",
+    "name",
+    "driver_version",
+    "clocks.sm",
+    "clocks.max.sm",
+    "clocks.mem",
+    "clocks.max.mem",
+    "temperature.gpu",
+    "power.draw",
+    "pstate",
+)
+_SMI_KEYS = {  # nvidia-smi field -> record key (units: MHz, Celsius, W)
+    "name": "smi_name",
+    "driver_version": "driver_version",
+    "clocks.sm": "sm_clock_mhz",
+    "clocks.max.sm": "sm_clock_max_mhz",
+    "clocks.mem": "mem_clock_mhz",
+    "clocks.max.mem": "mem_clock_max_mhz",
+    "temperature.gpu": "temperature_c",
+    "power.draw": "power_w",
+    "pstate": "pstate",
+}
+
+
+def _value(text):
+    text = text.strip()
+    if text in ("", "N/A", "[N/A]", "[Not Supported]"):
+        return None
+    try:
+        return float(text)
+    except ValueError:
+        return text
+
+
+def parse_smi(text, fields=SMI_FIELDS):
+    """Rows of `nvidia-smi --query-gpu=<fields> --format=csv,noheader,nounits` as dicts."""
+    rows = []
+    for line in text.strip().splitlines():
+        cells = [c.strip() for c in line.split(",")]
+        if len(cells) == len(fields):
+            rows.append({f: _value(c) for f, c in zip(fields, cells)})
+    return rows
+
+
+def same_bus_id(a, b):
+    """True when two PCI bus ids name the same device (nvidia-smi pads the domain to 8 digits)."""
+
+    def norm(bus_id):
+        *domain, bus, devfn = bus_id.strip().lower().split(":")
+        return int(domain[0] if domain else "0", 16), int(bus, 16), devfn
+
+    return norm(a) == norm(b)
+
+
+def smi_record(bus_id):
+    """The nvidia-smi fields of the GPU at `bus_id`, or {"smi_error": why}."""
+    try:
+        proc = subprocess.run(
+            ["nvidia-smi", "--query-gpu=" + ",".join(SMI_FIELDS), "--format=csv,noheader,nounits"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return {"smi_error": "nvidia-smi unavailable: %s" % exc}
+    for row in parse_smi(proc.stdout):
+        if isinstance(row["pci.bus_id"], str) and same_bus_id(row["pci.bus_id"], bus_id):
+            return {key: row[field] for field, key in _SMI_KEYS.items()}
+    return {"smi_error": "nvidia-smi lists no GPU at %s (exit %d)" % (bus_id, proc.returncode)}
+
+
+def collect(ordinal=0):
+    """The record for CUDA device `ordinal`, as a JSON-able dict."""
+    import cuda.bindings
+    import torch
+    from cuda.bindings import driver
+
+    from runtime.loader import check, device_attribute
+
+    props = torch.cuda.get_device_properties(ordinal)
+    dev = check("cuDeviceGet", driver.cuDeviceGet(ordinal))
+    bus_id = check("cuDeviceGetPCIBusId", driver.cuDeviceGetPCIBusId(32, dev))
+    bus_id = bus_id.decode().rstrip("\x00") if isinstance(bus_id, bytes) else str(bus_id)
+    api = check("cuDriverGetVersion", driver.cuDriverGetVersion())
+    record = {
+        "gpu_name": props.name,
+        "compute_capability": "%d.%d" % (props.major, props.minor),
+        "sm_count": props.multi_processor_count,
+        "l2_cache_bytes": device_attribute("L2_CACHE_SIZE", ordinal),
+        "pci_bus_id": bus_id,
+        "cuda_driver_api": "%d.%d" % (api // 1000, api % 1000 // 10),
+        "torch": torch.__version__,
+        "torch_cuda": torch.version.cuda,
+        "cuda_python": cuda.bindings.__version__,
+        "python": platform.python_version(),
+    }
+    record.update(smi_record(bus_id))
+    return record
