@@ -1,0 +1,91 @@
+"""IR paths: the names of a kernel's message nodes, as diagnostics and the text form's source map use them.
+
+A path starts at the root `kernel` and names one message field per step, with
+`[i]` after a repeated field: `kernel.roles[1].body[4].loop.body[0].mbarrier_wait`.
+An Op is a node (`...body[4]`) and so is the message of its oneof member
+(`...body[4].loop`). Only message nodes have paths; scalars are not nodes.
+"""
+
+import functools
+import re
+
+ROOT = "kernel"
+_SEGMENT = re.compile(r"\.([A-Za-z_][A-Za-z0-9_]*)(?:\[([0-9]+)\])?")
+
+
+def join(path, field, index=None):
+    """The path of `field` of the node at `path` (element `index` when the field is repeated)."""
+    if index is None:
+        return "%s.%s" % (path, field)
+    return "%s.%s[%d]" % (path, field, index)
+
+
+def parent(path):
+    """The path of the node enclosing `path`; None for the root."""
+    cut = path.rfind(".")
+    return None if cut < 0 else path[:cut]
+
+
+def split(path):
+    """The steps of `path` after the root as (field, index or None); ValueError when malformed."""
+    if not path.startswith(ROOT):
+        raise ValueError("IR path %r does not start at %r" % (path, ROOT))
+    steps, pos = [], len(ROOT)
+    while pos < len(path):
+        m = _SEGMENT.match(path, pos)
+        if m is None:
+            raise ValueError("malformed IR path %r at character %d" % (path, pos + 1))
+        steps.append((m.group(1), None if m.group(2) is None else int(m.group(2))))
+        pos = m.end()
+    return steps
+
+
+@functools.lru_cache(maxsize=None)
+def _message_fields(descriptor):
+    return tuple(
+        (f.name, f.is_repeated) for f in descriptor.fields if f.message_type is not None
+    )
+
+
+def walk(message, root=ROOT):
+    """Yield (path, node) for `message` and every message below it, depth first in field declaration order."""
+    stack = [(root, message)]
+    while stack:
+        path, node = stack.pop()
+        yield path, node
+        children = []
+        for name, repeated in _message_fields(node.DESCRIPTOR):
+            if repeated:
+                children.extend((join(path, name, i), child) for i, child in enumerate(getattr(node, name)))
+            elif node.HasField(name):
+                children.append((join(path, name), getattr(node, name)))
+        stack.extend(reversed(children))
+
+
+def resolve(kernel, path):
+    """The node of `kernel` at `path`; ValueError naming the first step that does not exist."""
+    node, here = kernel, ROOT
+    for name, index in split(path):
+        field = node.DESCRIPTOR.fields_by_name.get(name)
+        if field is None or field.message_type is None:
+            valid = ", ".join(n for n, _ in _message_fields(node.DESCRIPTOR)) or "none"
+            raise ValueError(
+                "%s (a %s) has no message field %r (message fields: %s)"
+                % (here, node.DESCRIPTOR.name, name, valid)
+            )
+        if field.is_repeated:
+            items = getattr(node, name)
+            if index is None or index >= len(items):
+                raise ValueError(
+                    "%s needs an index below %d" % (join(here, name), len(items))
+                    if items
+                    else "%s is empty" % join(here, name)
+                )
+            node, here = items[index], join(here, name, index)
+        else:
+            if index is not None:
+                raise ValueError("%s is not repeated and takes no index" % join(here, name))
+            if not node.HasField(name):
+                raise ValueError("%s is not set" % join(here, name))
+            node, here = getattr(node, name), join(here, name)
+    return node

@@ -1,0 +1,112 @@
+"""How each field of each IR message is written in the text form, derived from the protobuf descriptors.
+
+A field's kind decides its syntax:
+    SCALAR   `name: 42`               SCALARS  `name: [1, 2]`
+    VALUE    `name: sA@s` (a compact form type, see text_compact)
+    VALUES   `name: [M, K]`
+    BLOCK    `name { ... }` (a singular message)
+    ENTRIES  `keyword { ... }` per element of a repeated message, `keyword NAME { ... }`
+             when the element type has a string `name` (`param A { ... }`)
+    OPS      a repeated Op: one `member { ... }` item per op. In a message with a single
+             op list whose field names no op is called, the ops stand directly in the
+             message's block (after its other fields); otherwise they are wrapped: `name { ... }`.
+Nothing here names an IR message or field: new fields and ops need no change.
+"""
+
+import functools
+
+from compiler.ir.text_compact import HEADER_FORMS, OP, VALUE_FORMS
+
+SCALAR, SCALARS, VALUE, VALUES, BLOCK, ENTRIES, OPS = (
+    "scalar", "scalars", "value", "values", "block", "entries", "ops"
+)
+
+
+class FieldSyntax:
+    """One field: its kind, the word that starts its items, and its oneof (None if none)."""
+
+    __slots__ = ("field", "name", "kind", "keyword", "named", "oneof", "header")
+
+    def __init__(self, field, kind, keyword, named, oneof):
+        self.field = field
+        self.name = field.name
+        self.kind = kind
+        self.keyword = keyword
+        self.named = named
+        self.oneof = oneof
+        # The header form of this field's message type, if it has one (Loop).
+        self.header = HEADER_FORMS.get(field.message_type.full_name) if field.message_type else None
+
+
+class MessageSyntax:
+    """A message type's fields in printing order, how items are looked up, and its op list."""
+
+    def __init__(self, descriptor):
+        self.name = descriptor.name
+        kinds = {f.name: _kind(f) for f in descriptor.fields}
+        op_fields = [f for f in descriptor.fields if kinds[f.name] == OPS]
+        names = set(kinds)
+        members = OP_KEYWORDS
+        direct = op_fields[0] if len(op_fields) == 1 and not names & members else None
+        taken = names | (members if direct else set())
+        fields = []
+        for field in descriptor.fields:
+            kind = kinds[field.name]
+            keyword = field.name
+            if kind == ENTRIES:
+                keyword = _singular(field.name)
+                if keyword in taken:
+                    keyword = field.name
+                taken.add(keyword)
+            named = kind == ENTRIES and _has_name(field.message_type)
+            fields.append(FieldSyntax(field, kind, keyword, named, _real_oneof(field)))
+        # The direct op list prints last so a body reads after the settings it runs under.
+        self.fields = [f for f in fields if f.field is not direct] + [
+            f for f in fields if f.field is direct
+        ]
+        self.by_keyword = {f.keyword: f for f in fields if f.field is not direct}
+        self.ops = next((f for f in fields if f.field is direct), None)
+        # The op keywords that may start an item of this block (empty without a direct op list).
+        self.op_keywords = members if direct else frozenset()
+
+
+@functools.lru_cache(maxsize=None)
+def syntax(descriptor):
+    """The MessageSyntax of a message type (by descriptor)."""
+    return MessageSyntax(descriptor)
+
+
+def _kind(field):
+    message = field.message_type
+    if message is None:
+        return SCALARS if field.is_repeated else SCALAR
+    if message.full_name in VALUE_FORMS:
+        return VALUES if field.is_repeated else VALUE
+    if not field.is_repeated:
+        return BLOCK
+    return OPS if message.full_name == OP.full_name else ENTRIES
+
+
+def _real_oneof(field):
+    # proto3 `optional` fields sit alone in a synthetic oneof `_<name>`: not a choice.
+    oneof = field.containing_oneof
+    if oneof is None or (len(oneof.fields) == 1 and oneof.name == "_" + field.name):
+        return None
+    return oneof.name
+
+
+# An op item is `member { ... }`: the member names of Op's oneofs are the op keywords.
+OP_KEYWORDS = frozenset(f.name for f in OP.fields if f.message_type and _real_oneof(f))
+
+
+def _singular(name):
+    if name.endswith("ies"):
+        return name[:-3] + "y"
+    if name.endswith("s") and not name.endswith("ss"):
+        return name[:-1]
+    return name
+
+
+def _has_name(descriptor):
+    field = descriptor.fields_by_name.get("name")
+    return field is not None and field.type == field.TYPE_STRING and not field.is_repeated
