@@ -1,0 +1,1 @@
+"""Flash-KMeans: torch oracles and CAKE IR schedules (fused arg-min assignment, centroid update)."""
