@@ -1,0 +1,129 @@
+"""Build tests: nvcc/ptxas per target, the ptxas report, build diagnostics at IR paths, the cache."""
+
+import concurrent.futures
+import tempfile
+
+import pytest
+from cake.compiler.v1 import artifact_pb2
+
+from compiler.build import cache as compile_cache
+from compiler.build import ptxas_report
+from compiler.build.driver import build
+from compiler.ir.builder import KernelBuilder, block, coord
+from kernels.gemm.schedules import gemm_sm90a
+
+
+def _spilling_kernel():
+    """A per-thread array of 224 floats in a role capped at 128 registers: ptxas must spill."""
+    k = KernelBuilder("spiller", target="sm_90a")
+    n = k.symbol("N", min=256, max=1 << 20)
+    k.contract(math="y[i] = sum_j x[i] * j", reference="none", metric="rel_l2", tolerance=1e-3)
+    k.require(n % 256 == 0, "whole blocks")
+    x = k.tensor("x", "f32", [n])
+    y = k.tensor("y", "f32", [n], access="write")
+    k.grid(n // 256)
+    k.min_blocks_per_sm(2)
+    big = k.registers("big", "f32", [224], layout="per_thread", owner="hungry")
+    tot = k.registers("tot", "f32", [1], layout="per_thread", owner="hungry")
+    with k.role("idle", "producer", warps=4) as r:
+        r.block_sync()
+    with k.role("hungry", "compute", warps=4) as r:
+        r.block_sync()
+        r.copy(x[block.x * 256 + r.thread], tot.all)
+        r.ew("mul", big.all, tot.all, coord(0))
+        r.ew("exp", big.all, big.all)
+        r.reduce("sum", big.all, tot.all, axis=0, scope="thread")
+        # Every element stays live across the reduction: 224 values in a 128-register budget.
+        r.ew("div", big.all, big.all, tot.all)
+        r.ew("sqrt", big.all, big.all)
+        r.reduce("max", big.all, tot.all, axis=0, scope="thread")
+        r.copy(tot.all, y[block.x * 256 + r.thread])
+    return k.build()
+
+
+def _fresh_cache():
+    return compile_cache.CompileCache(tempfile.mkdtemp(prefix="cake-cache-test-"))
+
+
+def test_gemm_builds_with_resource_report_and_metadata():
+    result = build(gemm_sm90a(), cache=_fresh_cache())
+    assert result.ok, [d.message for d in result.diagnostics]
+    c = result.compiled
+    assert c.target == "sm_90a" and c.cubin[:4] == b"\x7fELF"
+    assert c.resources.registers > 0 and c.resources.spill_store_bytes == 0
+    assert "wgmma.mma_async" in c.ptx and "cp.async.bulk.tensor" in c.ptx
+    assert c.launch.symbol == "cake_gemm_bf16_sm90a"
+    assert list(c.launch.block) == [384, 1, 1]
+    assert [a.kind for a in c.launch.args][-2:] == [artifact_pb2.ARG_KIND_TENSOR_MAP] * 2
+    assert not c.cache_hit
+
+
+def test_spilling_role_is_named_with_a_fix_hint():
+    result = build(_spilling_kernel(), cache=_fresh_cache())
+    spills = [d for d in result.diagnostics if d.id == "CAKE-BUILD-003"]
+    assert result.ok and len(spills) == 1, [(d.id, d.message) for d in result.diagnostics]
+    assert spills[0].path == "kernel.roles[1]"
+    assert "hungry" in spills[0].message and "register budget" in spills[0].fix_hint
+
+
+def test_register_starved_wgmma_is_reported_at_the_consumer_role():
+    k = gemm_sm90a(stages=2)
+    k.launch.min_blocks_per_sm = 2
+    for role in k.roles:
+        role.registers = 0
+    result = build(k, cache=_fresh_cache())
+    assert not result.ok
+    assert [(d.id, d.path) for d in result.diagnostics] == [("CAKE-BUILD-003", "kernel.roles[1]")]
+
+
+def test_lowering_errors_point_at_the_op():
+    k = gemm_sm90a()
+    k.target = 1  # sm_80: no wgmma
+    result = build(k, cache=_fresh_cache())
+    assert not result.ok
+    d = result.diagnostics[0]
+    assert d.id == "CAKE-BUILD-001" and d.path == "kernel.roles[1].body[1].loop.body[1].mma"
+
+
+def test_cache_hits_after_a_build_and_survives_a_new_cache_object():
+    directory = tempfile.mkdtemp()
+    first = build(gemm_sm90a(), cache=compile_cache.CompileCache(directory))
+    second = build(gemm_sm90a(), cache=compile_cache.CompileCache(directory))
+    assert not first.compiled.cache_hit and second.compiled.cache_hit
+    assert first.compiled.cubin == second.compiled.cubin
+
+
+def test_cache_concurrent_writers_leave_one_whole_entry():
+    cache = _fresh_cache()
+    entries = [artifact_pb2.CompiledKernel(target="sm_90a", cubin=bytes([i]) * 100000) for i in range(16)]
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:
+        list(pool.map(lambda e: cache.put("k" * 64, e), entries))
+    got = cache.get("k" * 64)
+    assert got is not None and got in entries
+
+
+def test_corrupt_cache_entry_is_a_miss():
+    cache = _fresh_cache()
+    cache.put("a" * 64, artifact_pb2.CompiledKernel(target="x"))
+    with open(cache._path("a" * 64), "wb") as f:
+        f.write(b"\xff\xff not a proto")
+    assert cache.get("a" * 64) is None
+
+
+@pytest.mark.parametrize(
+    "report,expect",
+    [
+        (
+            "ptxas info    : Compiling entry function 'k' for 'sm_90a'\n"
+            "ptxas info    : Function properties for k\n"
+            "    16 bytes stack frame, 8 bytes spill stores, 12 bytes spill loads\n"
+            "ptxas info    : Used 255 registers, used 1 barriers, 4104 bytes smem, 400 bytes cmem[0]\n",
+            dict(registers=255, barriers=1, static_shared_bytes=4104, constant_bytes=400,
+                 stack_frame_bytes=16, spill_store_bytes=8, spill_load_bytes=12),
+        ),
+    ],
+)
+def test_ptxas_report_parse(report, expect):
+    usage = ptxas_report.parse(report)["k"]
+    for field, value in expect.items():
+        assert getattr(usage, field) == value

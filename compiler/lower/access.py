@@ -1,0 +1,78 @@
+"""C++ access to one element of a shared tile or a global tensor, by tile coordinates.
+
+Shared tiles are addressed through cake::smem::at (the swizzled panel layout); a tile's
+window shifts its coordinates. Global tiles address the trailing dims of the tensor at
+the GlobalRef's origin, with a bounds predicate against the tensor's shape.
+"""
+
+import math
+
+from compiler.lower.cexpr import ident
+from compiler.lower.context import DTYPE_CTYPE, LoweringError
+
+
+class SharedAccess:
+    def __init__(self, em, ref, path):
+        ctx = em.ctx
+        if ref.region not in ctx.shared:
+            raise LoweringError(path, "%r is not a shared region" % ref.region)
+        sr = ctx.shared[ref.region]
+        self.sr = sr
+        self.ctype = DTYPE_CTYPE[sr.region.dtype]
+        shape = list(sr.region.shape)
+        self.rows, self.cols = (shape[-2] if len(shape) > 1 else 1), shape[-1]
+        self.rank = len(shape)
+        stage = em.expr(ref.stage) if ref.HasField("stage") else "0"
+        self.base = "(cake_smem + %d + (%s) * %d)" % (sr.offset, stage, sr.stage_bytes) if stage != "0" else "(cake_smem + %d)" % sr.offset
+        self.offsets = [em.expr(w.start) for w in ref.window]
+        self.shape = [w.size for w in ref.window] if ref.window else shape
+        if len(self.offsets) not in (0, self.rank):
+            raise LoweringError(path, "window of %r has %d dims, the tile %d" % (ref.region, len(self.offsets), self.rank))
+
+    def lvalue(self, coords):
+        coords = list(coords)
+        if self.offsets:
+            coords = ["(%s) + (%s)" % (c, o) for c, o in zip(coords, self.offsets)]
+        if len(coords) == 1:
+            coords = ["0"] + coords
+        return "cake::smem::at<%s, %d, %d, %d>(%s, %s, %s)" % (
+            self.ctype, self.rows, self.cols, self.sr.span, self.base, coords[-2], coords[-1])
+
+    @property
+    def elements(self):
+        return math.prod(self.shape)
+
+
+class GlobalAccess:
+    def __init__(self, em, ref, path):
+        if ref.param not in em.ctx.params:
+            raise LoweringError(path, "unknown tensor %r" % ref.param)
+        self.param = em.ctx.params[ref.param]
+        self.ctype = DTYPE_CTYPE[self.param.dtype]
+        self.dims = [em.expr(d) for d in self.param.shape]
+        self.origin = [em.expr(c) for c in ref.coords]
+        if len(self.origin) != len(self.dims):
+            raise LoweringError(path, "%r has %d dims but %d coordinates" % (ref.param, len(self.dims), len(self.origin)))
+        self.ptr = ident(ref.param)
+
+    def _full(self, coords):
+        coords = list(coords)
+        lead = len(self.origin) - len(coords)
+        if lead < 0:
+            raise ValueError("tile of rank %d addresses a tensor of rank %d" % (len(coords), len(self.origin)))
+        return self.origin[:lead] + ["(%s) + (%s)" % (o, c) for o, c in zip(self.origin[lead:], coords)]
+
+    def index(self, coords):
+        full = self._full(coords)
+        idx = "(long long)(%s)" % full[0]
+        for d, c in zip(self.dims[1:], full[1:]):
+            idx = "(%s * (%s) + (%s))" % (idx, d, c)
+        return idx
+
+    def lvalue(self, coords):
+        return "%s[%s]" % (self.ptr, self.index(coords))
+
+    def in_bounds(self, coords):
+        full = self._full(coords)
+        lead = len(self.origin) - len(list(coords))
+        return " && ".join("(%s) < (%s)" % (c, d) for c, d in zip(full[lead:], self.dims[lead:])) or "true"

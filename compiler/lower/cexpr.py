@@ -1,0 +1,86 @@
+"""CAKE IR integer expressions -> C++ expressions.
+
+Floor division and modulo become plain `/` and `%` when both operands are provably
+non-negative (the common case: loop counters, symbols, builtins), and the
+cake::floordiv/floormod helpers otherwise, so the IR's semantics hold for any sign.
+"""
+
+from cake.ir.v1 import ir_pb2
+
+OP = ir_pb2.BinaryOp
+
+BUILTINS = {
+    "block.x": "int(blockIdx.x)",
+    "block.y": "int(blockIdx.y)",
+    "block.z": "int(blockIdx.z)",
+    "grid.x": "int(gridDim.x)",
+    "grid.y": "int(gridDim.y)",
+    "grid.z": "int(gridDim.z)",
+    "thread": "cake_thread",
+    "warp": "cake_warp",
+    "warpgroup": "cake_warpgroup",
+    "lane": "cake_lane",
+    "elected": "cake_elected",
+    "cluster.rank": "cake_cluster_rank",
+}
+
+_INFIX = {
+    OP.BINARY_OP_ADD: "+",
+    OP.BINARY_OP_SUB: "-",
+    OP.BINARY_OP_MUL: "*",
+    OP.BINARY_OP_EQ: "==",
+    OP.BINARY_OP_NE: "!=",
+    OP.BINARY_OP_LT: "<",
+    OP.BINARY_OP_LE: "<=",
+    OP.BINARY_OP_GT: ">",
+    OP.BINARY_OP_GE: ">=",
+    OP.BINARY_OP_AND: "&&",
+    OP.BINARY_OP_OR: "||",
+}
+
+_CALL = {OP.BINARY_OP_MIN: "cake::imin", OP.BINARY_OP_MAX: "cake::imax", OP.BINARY_OP_CEIL_DIV: "cake::ceildiv<long long>"}
+
+
+def ident(name):
+    """The C++ name of an IR symbol, loop variable or scalar param."""
+    return BUILTINS.get(name, "v_" + name.replace(".", "_"))
+
+
+def nonneg(expr, scope):
+    """True when `expr` is provably >= 0; `scope` maps names to their non-negativity."""
+    kind = expr.WhichOneof("kind")
+    if kind == "int":
+        return expr.int >= 0
+    if kind == "sym":
+        return expr.sym in BUILTINS or scope.get(expr.sym, False)
+    if kind == "binary":
+        op = expr.binary.op
+        if op in (OP.BINARY_OP_SUB,):
+            return False
+        return nonneg(expr.binary.lhs, scope) and nonneg(expr.binary.rhs, scope)
+    return False
+
+
+def cexpr(expr, scope):
+    """C++ text of an IR expression (fully parenthesised below the top level)."""
+    kind = expr.WhichOneof("kind")
+    if kind == "int":
+        return "%dLL" % expr.int if abs(expr.int) >= 1 << 31 else str(expr.int)
+    if kind == "sym":
+        return ident(expr.sym)
+    if kind != "binary":
+        raise ValueError("empty expression")
+    b = expr.binary
+    lhs, rhs = cexpr(b.lhs, scope), cexpr(b.rhs, scope)
+    if b.op in _INFIX:
+        return "(%s %s %s)" % (lhs, _INFIX[b.op], rhs)
+    if b.op in (OP.BINARY_OP_DIV, OP.BINARY_OP_MOD):
+        if nonneg(b.lhs, scope) and nonneg(b.rhs, scope):
+            return "(%s %s %s)" % (lhs, "/" if b.op == OP.BINARY_OP_DIV else "%", rhs)
+        fn = "cake::floordiv" if b.op == OP.BINARY_OP_DIV else "cake::floormod"
+        return "%s<long long>(%s, %s)" % (fn, lhs, rhs)
+    if b.op in _CALL:
+        if b.op == OP.BINARY_OP_CEIL_DIV and nonneg(b.lhs, scope) and nonneg(b.rhs, scope):
+            return "((%s + %s - 1) / %s)" % (lhs, rhs, rhs)
+        return "%s(%s, %s)" % (_CALL[b.op], lhs, rhs)
+    raise ValueError("unknown binary operator %d" % b.op)

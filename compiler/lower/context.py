@@ -1,0 +1,132 @@
+"""The state lowering passes share: the kernel, its target, and every derived fact."""
+
+import dataclasses
+
+from cake.ir.v1 import ir_pb2
+
+from compiler.ir.enums import short_name
+
+DTYPE_BYTES = {
+    ir_pb2.DTYPE_BF16: 2,
+    ir_pb2.DTYPE_F16: 2,
+    ir_pb2.DTYPE_F32: 4,
+    ir_pb2.DTYPE_F64: 8,
+    ir_pb2.DTYPE_FP8_E4M3: 1,
+    ir_pb2.DTYPE_I8: 1,
+    ir_pb2.DTYPE_I32: 4,
+    ir_pb2.DTYPE_I64: 8,
+    ir_pb2.DTYPE_U32: 4,
+}
+
+DTYPE_CTYPE = {
+    ir_pb2.DTYPE_BF16: "cake::bf16",
+    ir_pb2.DTYPE_F16: "cake::f16",
+    ir_pb2.DTYPE_F32: "float",
+    ir_pb2.DTYPE_F64: "double",
+    ir_pb2.DTYPE_FP8_E4M3: "uint8_t",
+    ir_pb2.DTYPE_I8: "int8_t",
+    ir_pb2.DTYPE_I32: "int32_t",
+    ir_pb2.DTYPE_I64: "int64_t",
+    ir_pb2.DTYPE_U32: "uint32_t",
+}
+
+SWIZZLE_SPAN = {
+    ir_pb2.SWIZZLE_NONE_UNSPECIFIED: 0,
+    ir_pb2.SWIZZLE_32B: 32,
+    ir_pb2.SWIZZLE_64B: 64,
+    ir_pb2.SWIZZLE_128B: 128,
+}
+
+
+class LoweringError(ValueError):
+    """The kernel cannot be lowered as written; `path` locates the IR node."""
+
+    def __init__(self, path, message, fix_hint=""):
+        super().__init__("%s: %s" % (path, message))
+        self.path = path
+        self.message = message
+        self.fix_hint = fix_hint
+
+
+@dataclasses.dataclass
+class SharedRegion:
+    """Where a shared region lives: byte offset of stage 0, bytes per stage, geometry."""
+
+    region: ir_pb2.Region
+    offset: int
+    stage_bytes: int
+    esize: int
+    span: int  # swizzle span in bytes, 0 for none
+
+    @property
+    def rows(self):
+        return self.region.shape[0] if len(self.region.shape) > 1 else 1
+
+    @property
+    def cols(self):
+        return self.region.shape[-1]
+
+
+@dataclasses.dataclass
+class TensorMap:
+    """One CUtensorMap the host builds: a tensor param viewed in boxes of `box` elements."""
+
+    param: str
+    box: list  # outermost first, one per tensor dim
+    swizzle: int  # ir_pb2.Swizzle
+    arg: str  # kernel argument name
+
+    @property
+    def key(self):
+        return (self.param, tuple(self.box), self.swizzle)
+
+
+@dataclasses.dataclass
+class RoleInfo:
+    role: ir_pb2.Role
+    index: int
+    first_warp: int
+    warps: int
+
+    @property
+    def threads(self):
+        return 32 * self.warps
+
+
+@dataclasses.dataclass
+class Context:
+    """Everything derived about one kernel while lowering it."""
+
+    kernel: ir_pb2.Kernel
+    target: object  # compiler.targets.Target
+    shared: dict = dataclasses.field(default_factory=dict)  # region name -> SharedRegion
+    registers: dict = dataclasses.field(default_factory=dict)  # region name -> ir_pb2.Region
+    mbarriers: dict = dataclasses.field(default_factory=dict)  # name -> (offset, Barrier)
+    named_barriers: dict = dataclasses.field(default_factory=dict)  # name -> (hw id, Barrier)
+    shared_bytes: int = 0
+    tensor_maps: list = dataclasses.field(default_factory=list)
+    roles: list = dataclasses.field(default_factory=list)  # RoleInfo
+    threads: int = 0
+    pipelines_by_empty: dict = dataclasses.field(default_factory=dict)  # empty barrier name -> Pipeline
+    params: dict = dataclasses.field(default_factory=dict)  # name -> ir_pb2.Param
+    symbols: dict = dataclasses.field(default_factory=dict)  # name -> ir_pb2.Symbol
+    pointer_params: set = dataclasses.field(default_factory=set)  # tensor params used through pointers
+    source: str = ""
+    launch: object = None  # artifact_pb2.LaunchMetadata
+
+    def tensor_map_for(self, param, box, swizzle):
+        """The tensor map for (param, box, swizzle), created on first use."""
+        key = (param, tuple(box), swizzle)
+        for t in self.tensor_maps:
+            if t.key == key:
+                return t
+        t = TensorMap(param, list(box), swizzle, "tmap_%s_%d" % (param, len(self.tensor_maps)))
+        self.tensor_maps.append(t)
+        return t
+
+    def role_of_register(self, name):
+        return self.registers[name].owner
+
+
+def dtype_name(dtype):
+    return short_name(ir_pb2.Dtype.DESCRIPTOR, dtype)

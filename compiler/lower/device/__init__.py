@@ -1,0 +1,1 @@
+"""The CAKE device header library (include/cake) and its generator."""

@@ -1,0 +1,17 @@
+// cake/cake.cuh: the whole CAKE device library (generated kernels include only this).
+#pragma once
+#include "common.cuh"
+#include "thread/math.cuh"
+#include "warp/elect.cuh"
+#include "warp/matrix.cuh"
+#include "warp/reduce.cuh"
+#include "warpgroup/fragments.cuh"
+#include "warpgroup/setmaxnreg.cuh"
+#include "warpgroup/wgmma.cuh"
+#include "block/barrier.cuh"
+#include "shared/mbarrier.cuh"
+#include "shared/tma.cuh"
+#include "shared/cp_async.cuh"
+#include "shared/swizzle.cuh"
+#include "global/atomics.cuh"
+#include "tensor/tcgen05.cuh"

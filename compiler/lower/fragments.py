@@ -1,0 +1,116 @@
+"""Register fragments: their C++ declarations and which element each thread holds.
+
+A Fragment answers, for the calling thread: how many elements it holds (`count`), the
+C++ lvalue of element i, and element i's coordinates in the region's shape. Math ops
+iterate `for i in [0, count)` over a destination fragment and read operands at the
+same coordinates, so any op works on any layout without per-layout code in the op.
+"""
+
+import math
+
+from cake.ir.v1 import ir_pb2
+
+from compiler.lower.context import DTYPE_CTYPE, LoweringError
+
+L = ir_pb2.FragmentLayout
+
+
+class Fragment:
+    """One register region as the owning threads see it."""
+
+    def __init__(self, region):
+        self.region = region
+        self.name = "r_" + region.name
+        self.ctype = DTYPE_CTYPE.get(region.dtype, "float")
+        shape = list(region.shape)
+        self.shape = shape
+        layout = region.layout
+        self.layout = layout
+        if layout == L.FRAGMENT_LAYOUT_WGMMA_ACC:
+            self._need(len(shape) == 2 and shape[0] == 64 and shape[1] % 8 == 0, "[64, N] with N % 8 == 0")
+            self.cls = "cake::WgmmaAcc<%d>" % shape[1]
+            self.decl = "%s %s;" % (self.cls, self.name)
+            self.count = shape[1] // 2
+        elif layout == L.FRAGMENT_LAYOUT_WGMMA_ROWS:
+            self._need(shape in ([64], [64, 1]), "[64]")
+            self.cls = "cake::WgmmaRows<%s>" % self.ctype
+            self.decl = "%s %s;" % (self.cls, self.name)
+            self.count = 2
+        elif layout == L.FRAGMENT_LAYOUT_MMA_ACC:
+            self._need(len(shape) == 2 and shape[0] % 16 == 0 and shape[1] % 8 == 0, "[16 i, 8 j]")
+            self.cls = "cake::MmaAcc<%d, %d>" % (shape[0] // 16, shape[1] // 8)
+            self.decl = "%s %s;" % (self.cls, self.name)
+            self.count = shape[0] * shape[1] // 32
+        elif layout == L.FRAGMENT_LAYOUT_MMA_ROWS:
+            self._need(len(shape) >= 1 and shape[0] % 16 == 0, "[16 i]")
+            self.cls = "cake::MmaRows<%s, %d>" % (self.ctype, shape[0] // 16)
+            self.decl = "%s %s;" % (self.cls, self.name)
+            self.count = shape[0] // 8
+        elif layout == L.FRAGMENT_LAYOUT_MMA_A:
+            self._need(len(shape) == 2 and shape[0] % 16 == 0 and shape[1] % 16 == 0, "[16 i, 16 k]")
+            self.cls = "cake::MmaA<%d, %d>" % (shape[0] // 16, shape[1] // 16)
+            self.decl = "%s %s;" % (self.cls, self.name)
+            self.count = None  # packed operand registers, not elementwise data
+        elif layout == L.FRAGMENT_LAYOUT_MMA_B:
+            self._need(len(shape) == 2 and shape[0] % 8 == 0 and shape[1] % 16 == 0, "[8 j, 16 k]")
+            self.cls = "cake::MmaB<%d, %d>" % (shape[0] // 8, shape[1] // 16)
+            self.decl = "%s %s;" % (self.cls, self.name)
+            self.count = None
+        elif layout == L.FRAGMENT_LAYOUT_ROW_PER_THREAD:
+            self._need(len(shape) == 2, "[threads, N]")
+            self.cls = None
+            self.decl = "%s %s[%d];" % (self.ctype, self.name, shape[1])
+            self.count = shape[1]
+        elif layout == L.FRAGMENT_LAYOUT_PER_THREAD:
+            self.cls = None
+            self.count = math.prod(shape) if shape else 1
+            self.decl = "%s %s[%d];" % (self.ctype, self.name, self.count)
+        else:
+            raise LoweringError("region %s" % region.name, "register region %r has no fragment layout" % region.name)
+
+    def _need(self, ok, what):
+        if not ok:
+            raise LoweringError(
+                "region %s" % self.region.name,
+                "register region %r with this layout must have shape %s, not %s" % (self.region.name, what, self.shape),
+            )
+
+    def elem(self, i):
+        """C++ lvalue of the thread's element i."""
+        if self.layout in (L.FRAGMENT_LAYOUT_WGMMA_ROWS, L.FRAGMENT_LAYOUT_MMA_ROWS):
+            return "%s.v[%s]" % (self.name, i)
+        if self.cls:
+            return "%s.d[%s]" % (self.name, i)
+        return "%s[%s]" % (self.name, i)
+
+    def coords(self, i):
+        """C++ coordinates of element i within the region's shape (outermost first)."""
+        if self.layout in (L.FRAGMENT_LAYOUT_WGMMA_ACC, L.FRAGMENT_LAYOUT_MMA_ACC):
+            return ["%s::row(%s)" % (self.cls, i), "%s::col(%s)" % (self.cls, i)]
+        if self.layout in (L.FRAGMENT_LAYOUT_WGMMA_ROWS, L.FRAGMENT_LAYOUT_MMA_ROWS):
+            return ["%s::row(%s)" % (self.cls, i)] + (["0"] if len(self.shape) == 2 else [])
+        if self.layout == L.FRAGMENT_LAYOUT_ROW_PER_THREAD:
+            return ["cake_thread", str(i)]
+        # PER_THREAD: row-major decomposition of the flat index.
+        coords, stride = [], 1
+        for d in reversed(self.shape):
+            coords.append("((%s) / %d) %% %d" % (i, stride, d) if stride > 1 else "(%s) %% %d" % (i, d))
+            stride *= d
+        return list(reversed(coords)) or ["0"]
+
+    @property
+    def is_rows(self):
+        return self.layout in (L.FRAGMENT_LAYOUT_WGMMA_ROWS, L.FRAGMENT_LAYOUT_MMA_ROWS)
+
+    def rows_slot_of(self, dst, i):
+        """For a rows fragment read at element i of `dst` (an accumulator): its slot."""
+        if dst.layout in (L.FRAGMENT_LAYOUT_WGMMA_ACC, L.FRAGMENT_LAYOUT_MMA_ACC):
+            return "%s::row_slot(%s)" % (dst.cls, i)
+        if dst.is_rows:
+            return i
+        raise LoweringError("region %s" % self.region.name, "a rows fragment broadcasts only onto accumulator tiles")
+
+
+def declare_fragment(w, region):
+    frag = Fragment(region)
+    w.line(frag.decl)

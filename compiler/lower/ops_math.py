@@ -1,0 +1,391 @@
+"""Printers for math: fill, elementwise, reductions, arg-reductions, top-k, scan,
+triangular solves and atomics.
+
+Register destinations are walked element by element through their Fragment (the
+thread's own elements and their coordinates); shared destinations cooperatively by
+the role's threads. Operands are read at the destination element's coordinates with
+the broadcasting rule of ir.proto's Operand.tile.
+"""
+
+import math
+
+from cake.ir.v1 import ir_pb2
+
+from compiler.lower.access import GlobalAccess, SharedAccess
+from compiler.lower.context import LoweringError
+from compiler.lower.fragments import Fragment
+from compiler.lower.ops import printer
+
+EW = ir_pb2.ElementwiseOp
+_EW = {
+    EW.ELEMENTWISE_OP_COPY: (1, "{0}"),
+    EW.ELEMENTWISE_OP_ADD: (2, "({0} + {1})"),
+    EW.ELEMENTWISE_OP_SUB: (2, "({0} - {1})"),
+    EW.ELEMENTWISE_OP_MUL: (2, "({0} * {1})"),
+    EW.ELEMENTWISE_OP_DIV: (2, "__fdiv_rn({0}, {1})"),
+    EW.ELEMENTWISE_OP_FMA: (3, "cake::math::fma({0}, {1}, {2})"),
+    EW.ELEMENTWISE_OP_MAX: (2, "fmaxf({0}, {1})"),
+    EW.ELEMENTWISE_OP_MIN: (2, "fminf({0}, {1})"),
+    EW.ELEMENTWISE_OP_NEG: (1, "(-{0})"),
+    EW.ELEMENTWISE_OP_EXP: (1, "cake::math::exp({0})"),
+    EW.ELEMENTWISE_OP_LOG: (1, "cake::math::log({0})"),
+    EW.ELEMENTWISE_OP_SQRT: (1, "cake::math::sqrt({0})"),
+    EW.ELEMENTWISE_OP_RSQRT: (1, "cake::math::rsqrt({0})"),
+    EW.ELEMENTWISE_OP_SIGMOID: (1, "cake::math::sigmoid({0})"),
+    EW.ELEMENTWISE_OP_SOFTPLUS: (1, "cake::math::softplus({0})"),
+    EW.ELEMENTWISE_OP_LT: (2, "({0} < {1} ? 1.0f : 0.0f)"),
+    EW.ELEMENTWISE_OP_LE: (2, "({0} <= {1} ? 1.0f : 0.0f)"),
+    EW.ELEMENTWISE_OP_SELECT: (3, "cake::math::select({0}, {1}, {2})"),
+    EW.ELEMENTWISE_OP_ABS: (1, "fabsf({0})"),
+}
+
+_REDUCE = {
+    ir_pb2.REDUCE_OP_SUM: ("cake::warp::Sum", "0.0f"),
+    ir_pb2.REDUCE_OP_MAX: ("cake::warp::Max", "-INFINITY"),
+    ir_pb2.REDUCE_OP_MIN: ("cake::warp::Min", "INFINITY"),
+}
+
+# Lanes that share a row of each accumulator layout: a quad (xor 1, 2).
+_ROW_LANES = {
+    ir_pb2.FRAGMENT_LAYOUT_WGMMA_ACC: (1, 4),
+    ir_pb2.FRAGMENT_LAYOUT_MMA_ACC: (1, 4),
+    ir_pb2.FRAGMENT_LAYOUT_WGMMA_ROWS: (1, 4),
+    ir_pb2.FRAGMENT_LAYOUT_MMA_ROWS: (1, 4),
+}
+
+
+def float_literal(v):
+    if math.isnan(v):
+        return "NAN"
+    if math.isinf(v):
+        return "INFINITY" if v > 0 else "(-INFINITY)"
+    return "%sf" % repr(float(v))
+
+
+def _target(em, ref, path):
+    """The destination of a math op: a Fragment (registers) or a SharedAccess."""
+    if ref.region in em.ctx.registers:
+        if len(ref.window):
+            raise LoweringError(path, "register tiles are used whole (no windows)")
+        return Fragment(em.ctx.registers[ref.region])
+    return SharedAccess(em, ref, path)
+
+
+def _broadcast(src_shape, dst_coords, leading):
+    """Coordinates into a lower-rank operand: aligned leading or trailing, size-1 dims -> 0."""
+    n = len(src_shape)
+    picked = dst_coords[:n] if leading else dst_coords[len(dst_coords) - n:]
+    return ["0" if size == 1 else c for size, c in zip(src_shape, picked)]
+
+
+def operand_value(em, opnd, dst, i, coords, path):
+    """C++ float value of an Operand at destination element i (coords: its coordinates)."""
+    kind = opnd.WhichOneof("kind")
+    if kind == "imm":
+        return float_literal(opnd.imm)
+    if kind == "scalar":
+        return "float(%s)" % em.expr(opnd.scalar)
+    if kind == "coord":
+        if not 0 <= opnd.coord < len(coords):
+            raise LoweringError(path, "coord(%d) of a rank-%d destination" % (opnd.coord, len(coords)))
+        return "float(%s)" % coords[opnd.coord]
+    if kind != "tile":
+        raise LoweringError(path, "operand not set")
+    ref = opnd.tile
+    if ref.region in em.ctx.registers:
+        src = Fragment(em.ctx.registers[ref.region])
+        if isinstance(dst, Fragment) and src.layout == dst.layout and src.shape == dst.shape:
+            return "cake::to_float(%s)" % src.elem(i)
+        if src.is_rows and isinstance(dst, Fragment):
+            return "cake::to_float(%s)" % src.elem(src.rows_slot_of(dst, i))
+        if src.layout == ir_pb2.FRAGMENT_LAYOUT_PER_THREAD:
+            sc = _broadcast(src.shape, coords, leading=False)
+            flat = "0"
+            for size, c in zip(src.shape, sc):
+                flat = "(%s) * %d + (%s)" % (flat, size, c)
+            return "cake::to_float(%s)" % src.elem(flat)
+        raise LoweringError(path, "register operand %r cannot be read at the destination's elements" % ref.region)
+    acc = SharedAccess(em, ref, path)
+    return "cake::to_float(%s)" % acc.lvalue(_broadcast(acc.shape, coords, leading=False))
+
+
+def _for_each(em, dst, body):
+    """Run body(i, coords, lvalue) over the destination's elements held by this thread."""
+    w = em.w
+    if isinstance(dst, Fragment):
+        if dst.count is None:
+            raise LoweringError("region %s" % dst.region.name, "mma operand fragments are not elementwise data")
+        w.line("#pragma unroll")
+        with w.block("for (int i = 0; i < %d; ++i)" % dst.count):
+            body("i", dst.coords("i"), dst.elem("i"), dst.ctype)
+        return
+    cols = dst.shape[-1]
+    with w.block("for (int e = cake_thread; e < %d; e += %d)" % (dst.elements, em.role.threads)):
+        coords = ["e / %d" % cols, "e %% %d" % cols] if len(dst.shape) > 1 else ["e"]
+        body("e", coords, dst.lvalue(coords), dst.ctype)
+
+
+@printer("fill")
+def fill(em, op, path):
+    dst = _target(em, op.dst, path + ".dst")
+    _for_each(em, dst, lambda i, c, lv, ct: em.w.line("%s = cake::convert<%s>(%s);" % (lv, ct, float_literal(op.value))))
+
+
+@printer("elementwise")
+def elementwise(em, op, path):
+    if op.op not in _EW:
+        raise LoweringError(path, "elementwise op not set")
+    arity, template = _EW[op.op]
+    if len(op.srcs) != arity:
+        raise LoweringError(path, "this elementwise op takes %d operands, got %d" % (arity, len(op.srcs)))
+    dst = _target(em, op.dst, path + ".dst")
+
+    def body(i, coords, lvalue, ctype):
+        vals = [operand_value(em, s, dst, i, coords, "%s.srcs[%d]" % (path, k)) for k, s in enumerate(op.srcs)]
+        em.w.line("%s = cake::convert<%s>(%s);" % (lvalue, ctype, template.format(*vals)))
+
+    _for_each(em, dst, body)
+
+
+def _rows_reduction(em, src, dst, path):
+    """Check a [rows, N] accumulator -> rows fragment reduction along axis 1."""
+    if not isinstance(src, Fragment) or src.layout not in _ROW_LANES or src.is_rows:
+        raise LoweringError(path + ".src", "row reductions read an accumulator fragment (wgmma_acc or mma_acc)")
+    if not isinstance(dst, Fragment) or not dst.is_rows:
+        raise LoweringError(path, "row reductions write a rows fragment (wgmma_rows or mma_rows)")
+
+
+@printer("reduce")
+def reduce(em, op, path):
+    if op.op not in _REDUCE:
+        raise LoweringError(path, "reduce op not set")
+    fn, identity = _REDUCE[op.op]
+    src = _target(em, op.src, path + ".src")
+    dst = _target(em, op.dst, path + ".dst")
+    w = em.w
+    if isinstance(src, Fragment) and src.layout in _ROW_LANES and not src.is_rows:
+        _rows_reduction(em, src, dst, path)
+        with w.block(""):
+            w.line("float t[%d];" % dst.count)
+            w.line("for (int s = 0; s < %d; ++s) t[s] = %s;" % (dst.count, "cake::to_float(%s)" % dst.elem("s") if op.accumulate else identity))
+            w.line("#pragma unroll")
+            slot = "%s::row_slot(i)" % src.cls
+            w.line("for (int i = 0; i < %d; ++i) t[%s] = %s::apply(t[%s], %s);" % (src.count, slot, fn, slot, src.elem("i")))
+            if op.scope != ir_pb2.SCOPE_THREAD:
+                lo, hi = _ROW_LANES[src.layout]
+                w.line("for (int s = 0; s < %d; ++s) t[s] = cake::warp::allreduce<%s, %d, %d>(t[s]);" % (dst.count, fn, lo, hi))
+            w.line("for (int s = 0; s < %d; ++s) %s = t[s];" % (dst.count, dst.elem("s")))
+        return
+    if not (isinstance(src, Fragment) and isinstance(dst, Fragment)):
+        raise LoweringError(path, "reduce works on register fragments")
+    # Per-thread data: reduce the axis in registers, then across lanes for warp scope.
+    shape = src.shape
+    if not 0 <= op.axis < len(shape):
+        raise LoweringError(path, "axis %d of a rank-%d tile" % (op.axis, len(shape)))
+    n = shape[op.axis]
+    inner = math.prod(shape[op.axis + 1:])
+    outer = math.prod(shape[:op.axis])
+    with w.block(""):
+        with w.block("for (int o = 0; o < %d; ++o) for (int q = 0; q < %d; ++q)" % (outer, inner)):
+            w.line("float t = %s;" % ("cake::to_float(%s)" % dst.elem("o * %d + q" % inner) if op.accumulate else identity))
+            w.line("for (int k = 0; k < %d; ++k) t = %s::apply(t, cake::to_float(%s));" % (n, fn, src.elem("(o * %d + k) * %d + q" % (n, inner))))
+            if op.scope == ir_pb2.SCOPE_WARP:
+                w.line("t = cake::warp::allreduce<%s, 1, 32>(t);" % fn)
+            elif op.scope not in (ir_pb2.SCOPE_THREAD, ir_pb2.SCOPE_LANES):
+                raise LoweringError(path, "per-thread reductions combine across a thread or a warp")
+            w.line("%s = t;" % dst.elem("o * %d + q" % inner))
+
+
+@printer("arg_reduce")
+def arg_reduce(em, op, path):
+    if op.op not in (ir_pb2.ARG_REDUCE_OP_ARGMIN, ir_pb2.ARG_REDUCE_OP_ARGMAX):
+        raise LoweringError(path, "arg_reduce op not set")
+    is_min = "true" if op.op == ir_pb2.ARG_REDUCE_OP_ARGMIN else "false"
+    values = _target(em, op.values, path + ".values")
+    indices = _target(em, op.indices, path + ".indices")
+    w = em.w
+    if op.src.region == op.values.region:
+        # Merge running (value, index) pairs across the lanes sharing each row.
+        if not isinstance(values, Fragment) or not values.is_rows:
+            raise LoweringError(path, "a lanes merge works on rows fragments")
+        lo, hi = _ROW_LANES[values.layout]
+        with w.block("for (int s = 0; s < %d; ++s)" % values.count):
+            w.line("float v = %s; int j = %s;" % (values.elem("s"), indices.elem("s")))
+            w.line("cake::warp::arg_allreduce<%s, %d, %d>(v, j);" % (is_min, lo, hi))
+            w.line("%s = v; %s = j;" % (values.elem("s"), indices.elem("s")))
+        return
+    src = _target(em, op.src, path + ".src")
+    _rows_reduction(em, src, values, path)
+    if op.axis != 1:
+        raise LoweringError(path, "row arg-reductions reduce axis 1 (columns)")
+    better = "<" if is_min == "true" else ">"
+    base = em.expr(op.index_base) if op.HasField("index_base") else "0"
+    with w.block(""):
+        if not op.accumulate:
+            w.line("for (int s = 0; s < %d; ++s) { %s = %s; %s = 0x7fffffff; }" % (
+                values.count, values.elem("s"), "INFINITY" if is_min == "true" else "-INFINITY", indices.elem("s")))
+        w.line("const int cake_base = %s;" % base)
+        # Columns arrive in increasing order within a thread, so a strict comparison keeps the
+        # smallest index among equal values.
+        w.line("#pragma unroll")
+        with w.block("for (int i = 0; i < %d; ++i)" % src.count):
+            w.line("const int s = %s::row_slot(i);" % src.cls)
+            w.line("const float v = %s;" % src.elem("i"))
+            with w.block("if (v %s %s)" % (better, values.elem("s"))):
+                w.line("%s = v; %s = cake_base + %s::col(i);" % (values.elem("s"), indices.elem("s"), src.cls))
+        if op.scope not in (ir_pb2.SCOPE_THREAD,):
+            lo, hi = _ROW_LANES[src.layout]
+            with w.block("for (int s = 0; s < %d; ++s)" % values.count):
+                w.line("float v = %s; int j = %s;" % (values.elem("s"), indices.elem("s")))
+                w.line("cake::warp::arg_allreduce<%s, %d, %d>(v, j);" % (is_min, lo, hi))
+                w.line("%s = v; %s = j;" % (values.elem("s"), indices.elem("s")))
+
+
+@printer("top_k")
+def top_k(em, op, path):
+    src = _target(em, op.src, path + ".src")
+    values = _target(em, op.values, path + ".values")
+    indices = _target(em, op.indices, path + ".indices")
+    if not isinstance(src, Fragment) or src.layout not in _ROW_LANES or src.is_rows:
+        raise LoweringError(path + ".src", "top_k reads an accumulator fragment")
+    k = op.k
+    for frag, name in ((values, "values"), (indices, "indices")):
+        if not isinstance(frag, Fragment) or frag.layout != ir_pb2.FRAGMENT_LAYOUT_PER_THREAD or frag.count != 2 * k:
+            raise LoweringError(path + "." + name, "top_k keeps per-thread lists: a per_thread [2, %d] fragment" % k)
+    is_min = "false" if op.largest else "true"
+    base = em.expr(op.index_base) if op.HasField("index_base") else "0"
+    w = em.w
+    with w.block(""):
+        w.line("const int cake_base = %s;" % base)
+        w.line("#pragma unroll")
+        with w.block("for (int i = 0; i < %d; ++i)" % src.count):
+            w.line("const int s = %s::row_slot(i);" % src.cls)
+            w.line("cake::warp::topk_insert<%d, %s>(*reinterpret_cast<float(*)[%d]>(&%s[s * %d]), "
+                   "*reinterpret_cast<int(*)[%d]>(&%s[s * %d]), %s, cake_base + %s::col(i));"
+                   % (k, is_min, k, values.name, k, k, indices.name, k, src.elem("i"), src.cls))
+        if op.scope != ir_pb2.SCOPE_THREAD:
+            lo, hi = _ROW_LANES[src.layout]
+            with w.block("for (int s = 0; s < 2; ++s)"):
+                w.line("cake::warp::topk_allmerge<%d, %s, %d, %d>(*reinterpret_cast<float(*)[%d]>(&%s[s * %d]), "
+                       "*reinterpret_cast<int(*)[%d]>(&%s[s * %d]));" % (k, is_min, lo, hi, k, values.name, k, k, indices.name, k))
+
+
+@printer("scan")
+def scan(em, op, path):
+    src = _target(em, op.src, path + ".src")
+    dst = _target(em, op.dst, path + ".dst")
+    w = em.w
+    if isinstance(src, Fragment) and isinstance(dst, Fragment) and op.scope == ir_pb2.SCOPE_THREAD:
+        shape = src.shape
+        n = shape[op.axis]
+        inner = math.prod(shape[op.axis + 1:])
+        outer = math.prod(shape[:op.axis])
+        with w.block("for (int o = 0; o < %d; ++o) for (int q = 0; q < %d; ++q)" % (outer, inner)):
+            w.line("float run = 0.0f;")
+            with w.block("for (int k = 0; k < %d; ++k)" % n):
+                w.line("const int at = (o * %d + k) * %d + q;" % (n, inner))
+                w.line("const float x = cake::to_float(%s);" % src.elem("at"))
+                w.line("%s = %s;" % (dst.elem("at"), "run; run += x" if op.exclusive else "(run += x)"))
+        return
+    if isinstance(src, SharedAccess) and isinstance(dst, SharedAccess) and len(src.shape) == 2:
+        # One thread per line across the scanned axis: lines along the other axis.
+        rows, cols = src.shape
+        lines, n = (cols, rows) if op.axis == 0 else (rows, cols)
+        with w.block("for (int l = cake_thread; l < %d; l += %d)" % (lines, em.role.threads)):
+            w.line("float run = 0.0f;")
+            with w.block("for (int k = 0; k < %d; ++k)" % n):
+                rc = ["k", "l"] if op.axis == 0 else ["l", "k"]
+                w.line("const float x = cake::to_float(%s);" % src.lvalue(rc))
+                w.line("%s = %s;" % (dst.lvalue(rc), "run; run += x" if op.exclusive else "(run += x)"))
+        return
+    raise LoweringError(path, "scan works within per-thread fragments (scope thread) or on 2-D shared tiles")
+
+
+@printer("tri_solve")
+def tri_solve(em, op, path):
+    a = SharedAccess(em, op.a, path + ".a")
+    x = SharedAccess(em, op.x, path + ".x")
+    b = SharedAccess(em, op.b, path + ".b") if op.HasField("b") else None
+    c = a.shape[0]
+    if a.shape != [c, c] or x.shape[0] != c:
+        raise LoweringError(path, "tri_solve needs a square A [C, C] and x [C, N]")
+    n = x.shape[1]
+    w = em.w
+    # Substitution, one right-hand-side column per thread; rows in order (lower) or reverse.
+    with w.block("for (int j = cake_thread; j < %d; j += %d)" % (n, em.role.threads)):
+        order = "int i = 0; i < %d; ++i" % c if op.lower else "int i = %d; i >= 0; --i" % (c - 1)
+        with w.block("for (%s)" % order):
+            rhs = "cake::to_float(%s)" % b.lvalue(["i", "j"]) if b else "(i == j ? 1.0f : 0.0f)"
+            w.line("float acc = %s;" % rhs)
+            krange = "int k = 0; k < i; ++k" if op.lower else "int k = i + 1; k < %d; ++k" % c
+            w.line("for (%s) acc -= cake::to_float(%s) * cake::to_float(%s);" % (krange, a.lvalue(["i", "k"]), x.lvalue(["k", "j"])))
+            val = "acc" if op.unit_diagonal else "__fdiv_rn(acc, cake::to_float(%s))" % a.lvalue(["i", "i"])
+            w.line("%s = cake::convert<%s>(%s);" % (x.lvalue(["i", "j"]), x.ctype, val))
+
+
+_ATOMIC = {ir_pb2.ATOMIC_OP_ADD: "atomic_add", ir_pb2.ATOMIC_OP_MIN: "atomic_min", ir_pb2.ATOMIC_OP_MAX: "atomic_max"}
+
+
+@printer("atomic")
+def atomic(em, op, path):
+    if op.op not in _ATOMIC:
+        raise LoweringError(path, "atomic op not set")
+    src = _target(em, op.src, path + ".src")
+    dst = GlobalAccess(em, op.dst, path + ".dst")
+    index = _target(em, op.index, path + ".index") if op.HasField("index") else None
+    aggregated = op.aggregation == ir_pb2.AGGREGATION_WARP
+    if aggregated and op.op != ir_pb2.ATOMIC_OP_ADD:
+        raise LoweringError(path, "warp aggregation combines additions only")
+    if aggregated and isinstance(src, Fragment):
+        raise LoweringError(path, "warp-aggregated atomics read a shared tile (every lane must take part)")
+    w = em.w
+    rank = len(dst.origin)
+
+    def body(i, coords, lvalue, ctype):
+        full = list(coords)
+        if index is not None:
+            idx = index.elem(i) if isinstance(index, Fragment) else index.lvalue([coords[0]])
+            # Row p of src goes to destination row index[p] along index_axis.
+            axis = op.index_axis
+            lead = rank - len(coords)
+            tgt = dst.origin[:]
+            for k, cexp in enumerate(coords):
+                tgt[lead + k] = "(%s) + (%s)" % (tgt[lead + k], cexp)
+            tgt[axis] = "(%s)" % idx
+            ptr = "&%s[%s]" % (dst.ptr, _linear(dst, tgt))
+        else:
+            ptr = "&%s" % dst.lvalue(full)
+        value = "cake::to_float(%s)" % lvalue
+        if dst.ctype == "int32_t":
+            value = "int32_t(%s)" % value
+        w.line("cake::global::%s(%s, %s);" % (_ATOMIC[op.op], ptr, value))
+
+    if aggregated:
+        # Every lane must reach the warp-collective match: pad the loop to whole warps.
+        cols = src.shape[-1]
+        total = src.elements
+        padded = (total + 31) // 32 * 32 if em.role.threads >= 32 else total
+        with w.block("for (int e0 = cake_thread - cake_lane; e0 < %d; e0 += %d)" % (padded, em.role.threads)):
+            w.line("const int e = e0 + cake_lane;")
+            w.line("const bool active = e < %d;" % total)
+            coords = ["(e / %d)" % cols, "(e %% %d)" % cols] if len(src.shape) > 1 else ["e"]
+            lv = src.lvalue(["(active ? %s : 0)" % c for c in coords])
+            tgt = dst.origin[:]
+            lead = rank - len(coords)
+            for k, cexp in enumerate(coords):
+                tgt[lead + k] = "(%s) + (active ? %s : 0)" % (tgt[lead + k], cexp)
+            if index is not None:
+                idx = index.lvalue(["(active ? %s : 0)" % coords[0]]) if not isinstance(index, Fragment) else index.elem("0")
+                tgt[op.index_axis] = "(%s)" % idx
+            w.line("const long long cake_at = %s;" % _linear(dst, tgt))
+            w.line("cake::global::atomic_add_aggregated(&%s[cake_at], active ? %s(cake::to_float(%s)) : %s(0), "
+                   "(unsigned long long)cake_at, active);" % (dst.ptr, dst.ctype, lv, dst.ctype))
+        return
+    _for_each(em, src, body)
+
+
+def _linear(dst, full):
+    idx = "(long long)(%s)" % full[0]
+    for d, c in zip(dst.dims[1:], full[1:]):
+        idx = "(%s * (%s) + (%s))" % (idx, d, c)
+    return idx

@@ -1,0 +1,98 @@
+"""Printers for synchronization: mbarrier init/arrive/expect_tx/wait, named barriers, fences.
+
+Ring slots and wait parities are derived here from a BarrierRef's `round` (see the
+Pipeline comment in ir.proto): slot = round % count; a wait on a pipeline's `empty`
+barrier waits parity (round / count + 1) % 2 (a fresh slot counts as released), any
+other wait parity (round / count) % 2.
+"""
+
+from compiler.lower.context import LoweringError
+from compiler.lower.ops import printer
+
+
+def barrier_pointer(em, ref, path):
+    """C++ pointer to the mbarrier a BarrierRef names (its slot derived from index or round)."""
+    if ref.barrier not in em.ctx.mbarriers:
+        raise LoweringError(path, "unknown mbarrier %r" % ref.barrier)
+    _, decl = em.ctx.mbarriers[ref.barrier]
+    count = max(1, decl.count)
+    which = ref.WhichOneof("slot")
+    if which == "index":
+        return "(bar_%s + %s)" % (ref.barrier, em.expr(ref.index))
+    if which == "round":
+        return "(bar_%s + (%s) %% %d)" % (ref.barrier, em.expr(ref.round), count) if count > 1 else "bar_%s" % ref.barrier
+    return "bar_%s" % ref.barrier
+
+
+def wait_parity(em, ref, phase, path):
+    """C++ parity a wait uses: explicit, or derived from the ring round."""
+    if phase is not None:
+        return "(%s) & 1" % em.expr(phase)
+    if ref.WhichOneof("slot") != "round":
+        raise LoweringError(path, "a wait on a barrier addressed by index needs an explicit phase")
+    _, decl = em.ctx.mbarriers[ref.barrier]
+    count = max(1, decl.count)
+    lag = 1 if ref.barrier in em.ctx.pipelines_by_empty else 0
+    return "((%s) / %d + %d) & 1" % (em.expr(ref.round), count, lag)
+
+
+@printer("mbarrier_init")
+def mbarrier_init(em, op, path):
+    if op.barrier not in em.ctx.mbarriers:
+        raise LoweringError(path, "unknown mbarrier %r" % op.barrier)
+    _, decl = em.ctx.mbarriers[op.barrier]
+    em.w.line("for (int i = 0; i < %d; ++i) cake::mbarrier::init(bar_%s + i, %d);" % (max(1, decl.count), op.barrier, decl.arrivals))
+
+
+@printer("mbarrier_arrive")
+def mbarrier_arrive(em, op, path):
+    em.w.line("cake::mbarrier::arrive(%s);" % barrier_pointer(em, op.barrier, path))
+
+
+@printer("mbarrier_expect_tx")
+def mbarrier_expect_tx(em, op, path):
+    em.w.line("cake::mbarrier::arrive_expect_tx(%s, %du);" % (barrier_pointer(em, op.barrier, path), op.bytes))
+
+
+@printer("mbarrier_wait")
+def mbarrier_wait(em, op, path):
+    phase = op.phase if op.HasField("phase") else None
+    em.w.line(
+        "cake::mbarrier::wait(%s, %s);" % (barrier_pointer(em, op.barrier, path), wait_parity(em, op.barrier, phase, path))
+    )
+
+
+def _named(em, name, path):
+    if name not in em.ctx.named_barriers:
+        raise LoweringError(path, "unknown named barrier %r" % name)
+    hw_id, decl = em.ctx.named_barriers[name]
+    return hw_id, decl.arrivals
+
+
+@printer("named_barrier_sync")
+def named_barrier_sync(em, op, path):
+    em.w.line("cake::block::named_sync(%d, %d);" % _named(em, op.barrier, path))
+
+
+@printer("named_barrier_arrive")
+def named_barrier_arrive(em, op, path):
+    em.w.line("cake::block::named_arrive(%d, %d);" % _named(em, op.barrier, path))
+
+
+_FENCES = {
+    1: "cake::fence_proxy_async();",
+    2: "cake::mbarrier::fence_init();",
+    3: "cake::fence_acq_rel_gpu();",
+}
+
+
+@printer("fence")
+def fence(em, op, path):
+    if op.kind not in _FENCES:
+        raise LoweringError(path, "fence kind not set")
+    em.w.line(_FENCES[op.kind])
+
+
+@printer("block_sync")
+def block_sync(em, op, path):
+    em.w.line("cake::block::sync();")

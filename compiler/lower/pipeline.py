@@ -1,0 +1,40 @@
+"""The lowering pipeline: a flat, named list of passes over one Context.
+
+    layout_roles        warp ranges of roles, threads per block
+    layout_shared       shared-memory offsets of regions and mbarriers (1024 B-aligned tiles)
+    assign_named        hardware ids of named barriers
+    collect_params      params and symbols by name; which tensors need raw pointers
+    emit                CUDA C++ source (tensor maps and descriptors derived while emitting)
+    launch_metadata     symbol, grid, block, shared bytes, argument ABI for the runtime
+"""
+
+from compiler.lower import emit, layout, metadata
+from compiler.lower.context import Context, LoweringError
+from compiler.targets import TARGETS
+
+PASSES = [
+    ("layout_roles", layout.layout_roles),
+    ("layout_shared", layout.layout_shared),
+    ("assign_named", layout.assign_named),
+    ("collect_params", layout.collect_params),
+    ("emit", emit.emit_kernel),
+    ("launch_metadata", metadata.launch_metadata),
+]
+
+
+def _target_of(kernel):
+    from compiler.ir.enums import short_name
+    from cake.ir.v1 import ir_pb2
+
+    name = short_name(ir_pb2.Target.DESCRIPTOR, kernel.target)
+    if name not in TARGETS:
+        raise LoweringError("kernel.target", "no target set (sm_80, sm_90a or sm_100a)")
+    return TARGETS[name]
+
+
+def lower(kernel):
+    """Lower a verified kernel; returns the Context holding `.source` and `.launch`."""
+    ctx = Context(kernel=kernel, target=_target_of(kernel))
+    for _, run in PASSES:
+        run(ctx)
+    return ctx

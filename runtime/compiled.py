@@ -1,0 +1,146 @@
+"""Launch a CompiledKernel artifact on torch tensors, as its LaunchMetadata says.
+
+The runtime never re-derives what the compiler decided: the argument ABI, grid
+expressions, block, cluster, shared bytes and tensor-map boxes all come from the
+metadata. It checks the call against the contract (dtypes, shapes, alignment,
+constraints) before launching, and says exactly what is wrong otherwise.
+"""
+
+import ctypes
+
+import torch
+from cake.compiler.v1 import artifact_pb2
+from cake.ir.v1 import ir_pb2
+
+from compiler.ir.expr import evaluate
+from runtime.loader import Module, device_attribute
+from runtime.tensor_map import encode_tiled
+
+TORCH_DTYPES = {
+    ir_pb2.DTYPE_BF16: torch.bfloat16,
+    ir_pb2.DTYPE_F16: torch.float16,
+    ir_pb2.DTYPE_F32: torch.float32,
+    ir_pb2.DTYPE_F64: torch.float64,
+    ir_pb2.DTYPE_I8: torch.int8,
+    ir_pb2.DTYPE_I32: torch.int32,
+    ir_pb2.DTYPE_I64: torch.int64,
+}
+SCALAR_CTYPES = {
+    ir_pb2.DTYPE_F32: ctypes.c_float,
+    ir_pb2.DTYPE_F64: ctypes.c_double,
+    ir_pb2.DTYPE_I32: ctypes.c_int32,
+    ir_pb2.DTYPE_I64: ctypes.c_int64,
+    ir_pb2.DTYPE_U32: ctypes.c_uint32,
+}
+SWIZZLE_NAMES = {
+    ir_pb2.SWIZZLE_NONE_UNSPECIFIED: "none",
+    ir_pb2.SWIZZLE_32B: "32B",
+    ir_pb2.SWIZZLE_64B: "64B",
+    ir_pb2.SWIZZLE_128B: "128B",
+}
+
+
+class LaunchError(ValueError):
+    """A call does not satisfy the kernel's contract; the message names what is wrong."""
+
+
+class CompiledKernelRunner:
+    """A loaded CompiledKernel; call it with the params' tensors and scalars by name."""
+
+    def __init__(self, compiled):
+        if not isinstance(compiled, artifact_pb2.CompiledKernel):
+            raise TypeError("expected a cake.compiler.v1.CompiledKernel")
+        self.compiled = compiled
+        self.md = compiled.launch
+        self.kernel = Module(compiled.cubin).kernel(self.md.symbol)
+        self._maps = {}
+
+    def bind_shapes(self, tensors):
+        """Shape symbols' values, read off the tensors' shapes and checked for consistency."""
+        env = {}
+        params = {p.name: p for p in self.md.params}
+        for s in self.md.symbols:
+            if s.HasField("value"):
+                env[s.name] = s.value
+        for name, p in params.items():
+            if p.kind != ir_pb2.PARAM_KIND_TENSOR:
+                continue
+            t = tensors.get(name)
+            if t is None:
+                raise LaunchError("missing tensor %r" % name)
+            if t.dim() != len(p.shape):
+                raise LaunchError("%s must have %d dims, got shape %s" % (name, len(p.shape), tuple(t.shape)))
+            for d, (e, size) in enumerate(zip(p.shape, t.shape)):
+                if e.WhichOneof("kind") == "sym" and e.sym not in env:
+                    env[e.sym] = int(size)
+        for name, p in params.items():
+            if p.kind != ir_pb2.PARAM_KIND_TENSOR:
+                continue
+            want = tuple(evaluate(e, env) for e in p.shape)
+            if tuple(tensors[name].shape) != want:
+                raise LaunchError("%s has shape %s but the other arguments imply %s" % (name, tuple(tensors[name].shape), want))
+        return env
+
+    def check(self, tensors, env):
+        for s in self.md.symbols:
+            v = env.get(s.name)
+            if v is None or not s.min <= v <= s.max:
+                raise LaunchError("%s = %s is outside [%d, %d]" % (s.name, v, s.min, s.max))
+        for c in self.md.constraints:
+            if not evaluate(c.expr, env):
+                raise LaunchError("contract violated: %s (%s)" % (c.doc, env))
+        for p in self.md.params:
+            if p.kind != ir_pb2.PARAM_KIND_TENSOR:
+                continue
+            t = tensors[p.name]
+            if not t.is_cuda:
+                raise LaunchError("%s must be a CUDA tensor, got %s" % (p.name, t.device))
+            if t.dtype != TORCH_DTYPES[p.dtype]:
+                raise LaunchError("%s must be %s, got %s" % (p.name, TORCH_DTYPES[p.dtype], t.dtype))
+            if not t.is_contiguous():
+                raise LaunchError("%s must be contiguous" % p.name)
+            if p.align_bytes and t.data_ptr() % p.align_bytes:
+                raise LaunchError("%s must be %d-byte aligned" % (p.name, p.align_bytes))
+
+    def _tensor_map(self, arg, tensor):
+        k = (arg.name, tensor.data_ptr(), tuple(tensor.shape))
+        m = self._maps.get(k)
+        if m is None:
+            m = encode_tiled(tensor, list(arg.box), swizzle=SWIZZLE_NAMES[arg.swizzle])
+            self._maps[k] = m
+        return m.arg
+
+    def args(self, tensors, scalars, env):
+        out = []
+        for a in self.md.args:
+            if a.kind == artifact_pb2.ARG_KIND_POINTER:
+                out.append(ctypes.c_void_p(tensors[a.source].data_ptr()))
+            elif a.kind == artifact_pb2.ARG_KIND_SCALAR:
+                if a.source not in scalars:
+                    raise LaunchError("missing scalar %r" % a.source)
+                out.append(SCALAR_CTYPES[a.dtype](scalars[a.source]))
+            elif a.kind == artifact_pb2.ARG_KIND_SYMBOL:
+                out.append(ctypes.c_int64(env[a.source]))
+            elif a.kind == artifact_pb2.ARG_KIND_TENSOR_MAP:
+                out.append(self._tensor_map(a, tensors[a.source]))
+            else:
+                raise LaunchError("argument %r has no kind" % a.name)
+        return out
+
+    def grid(self, env):
+        if self.md.persistent:
+            sms = device_attribute("MULTIPROCESSOR_COUNT", torch.cuda.current_device())
+            return (sms * max(1, self.md.blocks_per_sm),)
+        return tuple(max(1, evaluate(g, env)) for g in self.md.grid)
+
+    def __call__(self, scalars=None, stream=None, **tensors):
+        env = self.bind_shapes(tensors)
+        self.check(tensors, env)
+        self.kernel.launch(
+            grid=self.grid(env),
+            block=tuple(self.md.block),
+            args=self.args(tensors, scalars or {}, env),
+            shared_bytes=self.md.dynamic_shared_bytes,
+            stream=stream,
+            cluster=tuple(self.md.cluster) or None,
+        )
