@@ -24,7 +24,7 @@ def topk_sm90a(d=128, k=16, block_m=128, stages=3, consumers=2, dtype="bf16", na
         " ascending, ties to the smaller j; q_sq, x_sq are the rows' squared norms",
         reference="kernels.knn.reference.knn",
         metric="recall",
-        tolerance=0.999,
+        tolerance=0.99,
     )
     kb.require(q_n % block_q == 0, "Q comes in whole %d-query blocks" % block_q)
     kb.require(m % block_m == 0, "M comes in whole %d-row tiles" % block_m)

@@ -1,0 +1,91 @@
+"""The good corpus: every seed schedule of kernels/, by name, and its canonical text in good/.
+
+Each entry builds one Kernel with its default parameters; good/<name>.cake is that
+kernel printed by compiler.ir.text_print. The files are what people and agents read
+(docs/ir.md quotes them) and what text-form and verifier tests load; corpus_test
+keeps them equal to the builders. After changing a schedule, regenerate them:
+
+    python -m compiler.corpus.corpus --write
+
+This is the one compiler package that imports kernels/: the corpus is made of them.
+"""
+
+import argparse
+import os
+import sys
+
+from compiler.ir.text_print import print_kernel
+from kernels.gemm.schedules import gemm_sm80, gemm_sm90a, gemm_sm100a
+from kernels.kda.schedules import chunk_fwd_sm90a
+from kernels.kmeans import schedules as kmeans
+from kernels.knn.schedules import topk_sm90a
+
+GOOD_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "good")
+
+# name -> builder of the default schedule; at least one tiled GEMM per target family
+# and one schedule of each of the three proving kernels.
+GOOD = {
+    "gemm_sm80": gemm_sm80,
+    "gemm_sm90a": gemm_sm90a,
+    "gemm_sm100a": gemm_sm100a,
+    "kmeans_assign_sm80": kmeans.assign_sm80,
+    "kmeans_assign_sm90a": kmeans.assign_sm90a,
+    "kmeans_assign_sm100a": kmeans.assign_sm100a,
+    "kmeans_update": kmeans.update,
+    "kmeans_finalize": kmeans.finalize,
+    "knn_topk_sm90a": topk_sm90a,
+    "kda_chunk_fwd_sm90a": chunk_fwd_sm90a,
+}
+
+
+def build(name):
+    """The Kernel proto of corpus entry `name`."""
+    return GOOD[name]()
+
+
+def path(name):
+    """Where the canonical text of `name` lives."""
+    return os.path.join(GOOD_DIR, name + ".cake")
+
+
+def text(name):
+    """The canonical text of `name`, as good/<name>.cake must hold it."""
+    return print_kernel(build(name))
+
+
+def stale():
+    """Names whose file is missing or differs from the builder, and .cake files no entry owns."""
+    out = [n for n in GOOD if not os.path.exists(path(n)) or open(path(n)).read() != text(n)]
+    owned = {n + ".cake" for n in GOOD}
+    out += [f for f in sorted(os.listdir(GOOD_DIR)) if f.endswith(".cake") and f not in owned]
+    return out
+
+
+def write():
+    """Rewrite every good/<name>.cake from its builder and delete files no entry owns."""
+    os.makedirs(GOOD_DIR, exist_ok=True)
+    for name in GOOD:
+        with open(path(name), "w") as f:
+            f.write(text(name))
+    owned = {n + ".cake" for n in GOOD}
+    for f in os.listdir(GOOD_DIR):
+        if f.endswith(".cake") and f not in owned:
+            os.remove(os.path.join(GOOD_DIR, f))
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--write", action="store_true", help="regenerate good/*.cake from the builders")
+    args = parser.parse_args(argv)
+    if args.write:
+        write()
+        print("wrote %d programs to %s" % (len(GOOD), GOOD_DIR))
+        return 0
+    drift = stale()
+    for name in drift:
+        print("stale: %s (run python -m compiler.corpus.corpus --write)" % name)
+    return 1 if drift else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,126 @@
+kernel kmeans_assign_sm90a {
+  contract {
+    math: "labels[b, n] = argmin_k (c_sq[b, k] - 2 sum_d x[b, n, d] c[b, k, d]), ties to the smallest k; c_sq[b, k] = sum_d c[b, k, d]^2"
+    reference: "kernels.kmeans.reference.assign"
+    symbol B { min: 1  max: 65536  doc: "independent problems" }
+    symbol N { min: 128  max: 67108864  doc: "points per problem" }
+    symbol K { min: 128  max: 1048576  doc: "centroids per problem" }
+    symbol D { min: 128  max: 128  value: 128  doc: "features (the kernel is specialized to it)" }
+    constraint { expr: N % 128 == 0  doc: "N comes in whole 128-point blocks" }
+    constraint { expr: K % 128 == 0  doc: "K comes in whole 128-centroid tiles" }
+    metric: label_agreement
+    tolerance: 0.999
+  }
+  target: sm_90a
+  launch { grid: [N / 128, B] }
+  param x {
+    kind: tensor
+    dtype: bf16
+    shape: [B, N, D]
+    access: read
+    align_bytes: 16
+    doc: "points, features contiguous"
+  }
+  param c {
+    kind: tensor
+    dtype: bf16
+    shape: [B, K, D]
+    access: read
+    align_bytes: 16
+    doc: "centroids, features contiguous"
+  }
+  param c_sq {
+    kind: tensor
+    dtype: f32
+    shape: [B, K]
+    access: read
+    align_bytes: 16
+    doc: "squared centroid norms, from c as stored"
+  }
+  param labels {
+    kind: tensor
+    dtype: i32
+    shape: [B, N]
+    access: write
+    align_bytes: 16
+    doc: "nearest centroid of each point"
+  }
+  region best_v { space: register  dtype: f32  shape: [64]  layout: wgmma_rows  owner: "mma" }
+  region best_i { space: register  dtype: i32  shape: [64]  layout: wgmma_rows  owner: "mma" }
+  region sRows { space: shared  dtype: bf16  shape: [128, 128]  stages: 1  swizzle: 128b }
+  region sCols { space: shared  dtype: bf16  shape: [128, 128]  stages: 3  swizzle: 128b }
+  region sColSq { space: shared  dtype: f32  shape: [128]  stages: 3 }
+  region score { space: register  dtype: f32  shape: [64, 128]  layout: wgmma_acc  owner: "mma" }
+  barrier rows_full { kind: mbarrier  count: 1  arrivals: 1  tx_bytes: 32768 }
+  barrier full { kind: mbarrier  count: 3  arrivals: 1  tx_bytes: 33280 }
+  barrier empty { kind: mbarrier  count: 3  arrivals: 256 }
+  pipeline ring {
+    stages: 3
+    full: "full"
+    empty: "empty"
+    regions: ["sCols", "sColSq"]
+    producer: "load"
+    consumers: ["mma"]
+  }
+  role load {
+    kind: producer
+    warpgroups: 1
+    registers: 40
+    branch {
+      cond: thread == 0
+      then_body {
+        mbarrier_init { barrier: "rows_full" }
+        mbarrier_init { barrier: "full" }
+        mbarrier_init { barrier: "empty" }
+        fence { kind: mbarrier_init }
+      }
+    }
+    block_sync {}
+    branch {
+      cond: warp == 0 && elected
+      then_body {
+        mbarrier_expect_tx { barrier: rows_full[0]  bytes: 32768 }
+        tma_load { src: x[block.y, block.x * 128, 0]  dst: sRows  barrier: rows_full[0] }
+        loop t in 0 .. K / 128 {
+          mbarrier_wait { barrier: empty@round(t) }
+          mbarrier_expect_tx { barrier: full@round(t)  bytes: 33280 }
+          tma_load { src: c[block.y, t * 128, 0]  dst: sCols@(t % 3)  barrier: full@round(t) }
+          tma_load { src: c_sq[block.y, t * 128]  dst: sColSq@(t % 3)  barrier: full@round(t) }
+        }
+      }
+    }
+  }
+  role mma {
+    kind: consumer
+    warpgroups: 2
+    registers: 232
+    block_sync {}
+    fill { dst: best_v  value: inf }
+    fill { dst: best_i }
+    mbarrier_wait { barrier: rows_full[0]  phase: 0 }
+    loop t in 0 .. K / 128 {
+      mbarrier_wait { barrier: full@round(t) }
+      mma {
+        kind: wgmma
+        a: sRows[warpgroup * 64 +: 64, 0 +: 128]
+        b: sCols@(t % 3)
+        acc: score
+        accumulate: 0
+      }
+      mma_wait {}
+      elementwise { op: fma  dst: score  srcs: [score, -2.0, sColSq@(t % 3)] }
+      mbarrier_arrive { barrier: empty@round(t) }
+      arg_reduce {
+        op: argmin
+        src: score
+        axis: 1
+        index_base: t * 128
+        values: best_v
+        indices: best_i
+        scope: lanes
+        accumulate: true
+      }
+    }
+    copy { src_tile: best_i  dst_global: labels[block.y, block.x * 128 + warpgroup * 64] }
+  }
+}
