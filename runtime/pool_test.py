@@ -87,3 +87,10 @@ def test_describe_exit():
     assert pool.describe_exit(-9) == "killed by SIGKILL"
     assert pool.describe_exit(3) == "exited with status 3"
     assert pool.describe_exit(None) == "still running"
+
+
+def test_a_real_check_result_crosses_the_process_boundary(workers, results):
+    rec = workers.run(job("check_gemv_on_cpu", 1234, limit=120))
+    assert rec["ok"], rec["failure"]
+    assert rec["result"]["passed"] and rec["result"]["seed"] == 1234 and len(rec["result"]["cases"]) == 30
+    assert results_log.read(results)[-1]["result"]["cases"][29]["seed"] == 1234 + 29

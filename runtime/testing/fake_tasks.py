@@ -35,3 +35,16 @@ def unpicklable(payload):
 
 def fail_to_start():
     raise RuntimeError("no GPU in this worker")
+
+
+def check_gemv_on_cpu(seed):
+    """A real oracle run on CPU (torch's mv as the kernel): proves check results cross the pipe."""
+    import torch
+
+    from runtime.check import check_kernel
+    from runtime.testing import gemv_contract
+
+    def mv(outputs, inputs):
+        torch.mv(*inputs, out=outputs[0])
+
+    return check_kernel(gemv_contract.contract(), mv, device="cpu", seed=seed).to_dict()
