@@ -73,6 +73,7 @@ class Token:
 
 def tokenize(text, filename="<text>"):
     """The tokens of `text`, ending with an EOF token; ParseError on a character no token starts with."""
+    _check_unicode(text, filename)
     tokens = []
     line, line_start, pos, end = 1, 0, 0, len(text)
     match = _TOKEN.match
@@ -93,6 +94,16 @@ def tokenize(text, filename="<text>"):
         pos = m.end()
     tokens.append(Token(EOF, "", None, line, end - line_start + 1))
     return tokens
+
+
+def _check_unicode(text, filename):
+    # A lone surrogate (from bytes decoded with surrogateescape) can be neither lexed nor stored in a proto.
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as err:
+        line = text.count("\n", 0, err.start) + 1
+        column = err.start - (text.rfind("\n", 0, err.start) + 1) + 1
+        raise ParseError(filename, line, column, "lone surrogate U+%04X is not Unicode text" % ord(text[err.start])) from None
 
 
 def _classify(kind, text, filename, line, column):
