@@ -124,8 +124,9 @@ def assign_sm100a(d=128, block_k=128, stages=3, epilogue_cols=32, dtype="bf16", 
     b, n0 = block.y, block.x * block_n
     n_tiles = kk // block_k
 
-    def acc_tile(t, col, width):
-        return tacc.tile(window=[(0, block_n), ((t % 2) * block_k + col, width)])
+    def acc_tile(t, width, col=None):
+        start = (t % 2) * block_k
+        return tacc.tile(window=[(0, block_n), (start if col is None else start + col, width)])
 
     with kb.role("epilogue", "consumer", warpgroups=1) as r:
         r.block_sync()
@@ -135,7 +136,7 @@ def assign_sm100a(d=128, block_k=128, stages=3, epilogue_cols=32, dtype="bf16", 
             r.wait(acc_full.round(t))
             with r.loop("j", 0, block_k // epilogue_cols) as j:
                 col = j * epilogue_cols
-                r.tmem_load(acc_tile(t, col, epilogue_cols), score.all)
+                r.tmem_load(acc_tile(t, epilogue_cols, col), score.all)
                 r.copy(c_sq[b, t * block_k + col], csq.all)
                 r.ew("fma", score.all, score.all, -2.0, csq.all)
                 r.arg_reduce("argmin", score.all, 1, t * block_k + col, best_v.all, best_i.all, "thread", accumulate=True)
@@ -157,7 +158,7 @@ def assign_sm100a(d=128, block_k=128, stages=3, epilogue_cols=32, dtype="bf16", 
             with r.loop("t", 0, n_tiles) as t:
                 r.wait(full.round(t))
                 r.wait(acc_empty.round(t))
-                r.mma("tcgen05", s_x.all, s_c[t % stages], acc_tile(t, 0, block_k), accumulate=0)
+                r.mma("tcgen05", s_x.all, s_c[t % stages], acc_tile(t, block_k), accumulate=0)
                 r.mma_commit(empty.round(t))
                 r.mma_commit(acc_full.round(t))
     return kb.build()

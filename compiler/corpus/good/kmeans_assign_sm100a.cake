@@ -160,7 +160,7 @@ kernel kmeans_assign_sm100a {
             kind: tcgen05
             a: sX
             b: sC@(t % 3)
-            acc: tacc[0 +: 128, t % 2 * 128 + 0 +: 128]
+            acc: tacc[0 +: 128, t % 2 * 128 +: 128]
             accumulate: 0
           }
           mma_commit { barrier: empty@round(t) }
