@@ -1,8 +1,9 @@
 """What a measurement ran on: GPU, clocks, driver and library versions.
 
 Timings are comparable only on the same hardware, clocks and software, so every
-TimingResult carries this record. Clocks and the display driver come from
-nvidia-smi (sampled when the record is taken); anything unavailable is None.
+TimingResult carries this record. Current clocks and the display driver come from
+nvidia-smi (sampled when the record is taken), peak clocks also from the CUDA
+driver; anything unavailable is None.
 """
 
 import platform
@@ -86,7 +87,7 @@ def collect(ordinal=0):
     import torch
     from cuda.bindings import driver
 
-    from runtime.loader import check, device_attribute
+    from runtime.loader import CudaError, check, device_attribute
 
     props = torch.cuda.get_device_properties(ordinal)
     dev = check("cuDeviceGet", driver.cuDeviceGet(ordinal))
@@ -105,5 +106,10 @@ def collect(ordinal=0):
         "cuda_python": cuda.bindings.__version__,
         "python": platform.python_version(),
     }
+    for attr, key in (("CLOCK_RATE", "sm_clock_max_khz"), ("MEMORY_CLOCK_RATE", "mem_clock_max_khz")):
+        try:  # the driver's peak clocks: deprecated attributes, still answered by current drivers
+            record[key] = device_attribute(attr, ordinal)
+        except CudaError:
+            record[key] = None
     record.update(smi_record(bus_id))
     return record
