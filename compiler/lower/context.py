@@ -111,6 +111,8 @@ class Context:
     params: dict = dataclasses.field(default_factory=dict)  # name -> ir_pb2.Param
     symbols: dict = dataclasses.field(default_factory=dict)  # name -> ir_pb2.Symbol
     pointer_params: set = dataclasses.field(default_factory=set)  # tensor params used through pointers
+    scratch: dict = dataclasses.field(default_factory=dict)  # role name -> (offset, cols) of its f32 scratch tile
+    role_barriers: dict = dataclasses.field(default_factory=dict)  # role name -> hidden named barrier id
     source: str = ""
     launch: object = None  # artifact_pb2.LaunchMetadata
 

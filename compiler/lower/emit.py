@@ -15,6 +15,18 @@ from compiler.lower.writer import Writer
 
 INT32_MAX = (1 << 31) - 1
 
+# Ops that exist only on targets with a feature (compiler/targets.py); mma kinds are checked
+# by their printers.
+OP_FEATURES = {
+    "tma_load": "tma",
+    "tma_store": "tma",
+    "bulk_wait": "tma",
+    "mbarrier_expect_tx": "mbarrier_tx",
+    "stmatrix": "stmatrix",
+    "mma_commit": "tcgen05",
+    "tmem_load": "tensor_memory",
+}
+
 
 class Emitter:
     """Prints ops of one role into a Writer; tracks loop variables' non-negativity."""
@@ -34,6 +46,9 @@ class Emitter:
             op_path = "%s[%d].%s" % (path, i, kind) if kind else "%s[%d]" % (path, i)
             if kind is None:
                 raise LoweringError("%s[%d]" % (path, i), "empty op")
+            feature = OP_FEATURES.get(kind)
+            if feature and not self.ctx.target.has(feature):
+                raise LoweringError(op_path, "%s needs %s, which %s lacks" % (kind, feature, self.ctx.target.name))
             printer = ops.PRINTERS.get(kind)
             if printer is None:
                 raise LoweringError(op_path, "lowering has no printer for op %r" % kind)

@@ -31,21 +31,22 @@ class Fragment:
             self.cls = "cake::WgmmaAcc<%d>" % shape[1]
             self.decl = "%s %s;" % (self.cls, self.name)
             self.count = shape[1] // 2
-        elif layout == L.FRAGMENT_LAYOUT_WGMMA_ROWS:
-            self._need(shape in ([64], [64, 1]), "[64]")
-            self.cls = "cake::WgmmaRows<%s>" % self.ctype
-            self.decl = "%s %s;" % (self.cls, self.name)
-            self.count = 2
+        elif layout in (L.FRAGMENT_LAYOUT_WGMMA_ROWS, L.FRAGMENT_LAYOUT_MMA_ROWS):
+            # One value (or a list of per_row values, e.g. top-k) per accumulator row.
+            if layout == L.FRAGMENT_LAYOUT_WGMMA_ROWS:
+                self._need(len(shape) in (1, 2) and shape[0] == 64, "[64] or [64, k]")
+                self.cls, slots = "cake::WgmmaRows<%s>" % self.ctype, 2
+            else:
+                self._need(len(shape) in (1, 2) and shape[0] % 16 == 0, "[16 i] or [16 i, k]")
+                self.cls, slots = "cake::MmaRows<%s, %d>" % (self.ctype, shape[0] // 16), shape[0] // 8
+            self.per_row = shape[1] if len(shape) == 2 else 1
+            self.count = slots * self.per_row
+            self.decl = "%s %s[%d];" % (self.ctype, self.name, self.count)
         elif layout == L.FRAGMENT_LAYOUT_MMA_ACC:
             self._need(len(shape) == 2 and shape[0] % 16 == 0 and shape[1] % 8 == 0, "[16 i, 8 j]")
             self.cls = "cake::MmaAcc<%d, %d>" % (shape[0] // 16, shape[1] // 8)
             self.decl = "%s %s;" % (self.cls, self.name)
             self.count = shape[0] * shape[1] // 32
-        elif layout == L.FRAGMENT_LAYOUT_MMA_ROWS:
-            self._need(len(shape) >= 1 and shape[0] % 16 == 0, "[16 i]")
-            self.cls = "cake::MmaRows<%s, %d>" % (self.ctype, shape[0] // 16)
-            self.decl = "%s %s;" % (self.cls, self.name)
-            self.count = shape[0] // 8
         elif layout == L.FRAGMENT_LAYOUT_MMA_A:
             self._need(len(shape) == 2 and shape[0] % 16 == 0 and shape[1] % 16 == 0, "[16 i, 16 k]")
             self.cls = "cake::MmaA<%d, %d>" % (shape[0] // 16, shape[1] // 16)
@@ -57,10 +58,10 @@ class Fragment:
             self.decl = "%s %s;" % (self.cls, self.name)
             self.count = None
         elif layout == L.FRAGMENT_LAYOUT_ROW_PER_THREAD:
-            self._need(len(shape) == 2, "[threads, N]")
+            self._need(len(shape) in (1, 2), "[threads] or [threads, N]")
             self.cls = None
-            self.decl = "%s %s[%d];" % (self.ctype, self.name, shape[1])
-            self.count = shape[1]
+            self.count = shape[1] if len(shape) == 2 else 1
+            self.decl = "%s %s[%d];" % (self.ctype, self.name, self.count)
         elif layout == L.FRAGMENT_LAYOUT_PER_THREAD:
             self.cls = None
             self.count = math.prod(shape) if shape else 1
@@ -77,9 +78,7 @@ class Fragment:
 
     def elem(self, i):
         """C++ lvalue of the thread's element i."""
-        if self.layout in (L.FRAGMENT_LAYOUT_WGMMA_ROWS, L.FRAGMENT_LAYOUT_MMA_ROWS):
-            return "%s.v[%s]" % (self.name, i)
-        if self.cls:
+        if self.cls and not self.is_rows:
             return "%s.d[%s]" % (self.name, i)
         return "%s[%s]" % (self.name, i)
 
@@ -87,10 +86,12 @@ class Fragment:
         """C++ coordinates of element i within the region's shape (outermost first)."""
         if self.layout in (L.FRAGMENT_LAYOUT_WGMMA_ACC, L.FRAGMENT_LAYOUT_MMA_ACC):
             return ["%s::row(%s)" % (self.cls, i), "%s::col(%s)" % (self.cls, i)]
-        if self.layout in (L.FRAGMENT_LAYOUT_WGMMA_ROWS, L.FRAGMENT_LAYOUT_MMA_ROWS):
-            return ["%s::row(%s)" % (self.cls, i)] + (["0"] if len(self.shape) == 2 else [])
+        if self.is_rows:
+            if len(self.shape) == 1:
+                return ["%s::row(%s)" % (self.cls, i)]
+            return ["%s::row((%s) / %d)" % (self.cls, i, self.per_row), "(%s) %% %d" % (i, self.per_row)]
         if self.layout == L.FRAGMENT_LAYOUT_ROW_PER_THREAD:
-            return ["cake_thread", str(i)]
+            return ["cake_thread"] + ([str(i)] if len(self.shape) == 2 else [])
         # PER_THREAD: row-major decomposition of the flat index.
         coords, stride = [], 1
         for d in reversed(self.shape):
@@ -102,13 +103,24 @@ class Fragment:
     def is_rows(self):
         return self.layout in (L.FRAGMENT_LAYOUT_WGMMA_ROWS, L.FRAGMENT_LAYOUT_MMA_ROWS)
 
-    def rows_slot_of(self, dst, i):
-        """For a rows fragment read at element i of `dst` (an accumulator): its slot."""
-        if dst.layout in (L.FRAGMENT_LAYOUT_WGMMA_ACC, L.FRAGMENT_LAYOUT_MMA_ACC):
+    @property
+    def one_per_row(self):
+        """A fragment holding one value per row of the rows it covers (broadcast along columns)."""
+        if self.is_rows:
+            return self.per_row == 1
+        return self.layout == L.FRAGMENT_LAYOUT_ROW_PER_THREAD and self.count == 1
+
+    def row_value_index(self, dst, i):
+        """Element of this one-per-row fragment that holds the row of `dst`'s element i."""
+        if self.layout == L.FRAGMENT_LAYOUT_ROW_PER_THREAD and dst.layout == L.FRAGMENT_LAYOUT_ROW_PER_THREAD:
+            return "0"
+        if self.is_rows and dst.layout in (L.FRAGMENT_LAYOUT_WGMMA_ACC, L.FRAGMENT_LAYOUT_MMA_ACC):
             return "%s::row_slot(%s)" % (dst.cls, i)
-        if dst.is_rows:
-            return i
-        raise LoweringError("region %s" % self.region.name, "a rows fragment broadcasts only onto accumulator tiles")
+        if self.is_rows and dst.is_rows:
+            return "(%s) / %d" % (i, dst.per_row)
+        raise LoweringError(
+            "region %s" % self.region.name,
+            "%r holds one value per row but cannot be broadcast onto %r's layout" % (self.region.name, dst.region.name))
 
 
 def declare_fragment(w, region):

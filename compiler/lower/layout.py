@@ -64,6 +64,7 @@ def layout_shared(ctx):
             offset = _align(offset, 16)
             ctx.shared["__tmem_" + region.name] = SharedRegion(region, offset, 16, 4, 0)
             offset += 16
+    offset = reserve_scratch(ctx, offset)
     offset = _align(offset, 8)
     for b in ctx.kernel.barriers:
         if b.kind == ir_pb2.BARRIER_KIND_MBARRIER:
@@ -72,6 +73,37 @@ def layout_shared(ctx):
     ctx.shared_bytes = _align(offset, 16)
     for p in ctx.kernel.pipelines:
         ctx.pipelines_by_empty[p.empty] = p
+
+
+def _ops(ops):
+    for op in ops:
+        yield op
+        kind = op.WhichOneof("kind")
+        if kind == "loop":
+            yield from _ops(op.loop.body)
+        elif kind == "branch":
+            yield from _ops(op.branch.then_body)
+            yield from _ops(op.branch.else_body)
+
+
+def reserve_scratch(ctx, offset):
+    """Shared scratch for ops that lower through shared memory (a tri_solve into registers).
+
+    One f32 tile per role, as large as the role's largest such op needs; the role also
+    gets a hidden named barrier (see assign_named) to hand the tile between its threads.
+    """
+    for role in ctx.kernel.roles:
+        need_rows = need_cols = 0
+        for op in _ops(role.body):
+            if op.WhichOneof("kind") == "tri_solve" and op.tri_solve.x.region in ctx.registers:
+                shape = list(ctx.registers[op.tri_solve.x.region].shape)
+                if len(shape) == 2:
+                    need_rows, need_cols = max(need_rows, shape[0]), max(need_cols, shape[1])
+        if need_rows:
+            offset = _align(offset, 16)
+            ctx.scratch[role.name] = (offset, need_cols)
+            offset += 4 * need_rows * need_cols
+    return offset
 
 
 def assign_named(ctx):
@@ -83,6 +115,12 @@ def assign_named(ctx):
             raise LoweringError("kernel.barriers[%d]" % i, "more than 15 named barriers")
         ctx.named_barriers[b.name] = (next_id, b)
         next_id += max(1, b.count)
+    for role in ctx.kernel.roles:
+        if role.name in ctx.scratch:
+            if next_id > 15:
+                raise LoweringError("kernel.roles", "no named barrier left for role %r's scratch hand-off" % role.name)
+            ctx.role_barriers[role.name] = next_id
+            next_id += 1
 
 
 def collect_params(ctx):

@@ -96,8 +96,8 @@ def operand_value(em, opnd, dst, i, coords, path):
         src = Fragment(em.ctx.registers[ref.region])
         if isinstance(dst, Fragment) and src.layout == dst.layout and src.shape == dst.shape:
             return "cake::to_float(%s)" % src.elem(i)
-        if src.is_rows and isinstance(dst, Fragment):
-            return "cake::to_float(%s)" % src.elem(src.rows_slot_of(dst, i))
+        if src.one_per_row and isinstance(dst, Fragment):
+            return "cake::to_float(%s)" % src.elem(src.row_value_index(dst, i))
         if src.layout == ir_pb2.FRAGMENT_LAYOUT_PER_THREAD:
             sc = _broadcast(src.shape, coords, leading=False)
             flat = "0"
@@ -215,6 +215,9 @@ def arg_reduce(em, op, path):
             w.line("%s = v; %s = j;" % (values.elem("s"), indices.elem("s")))
         return
     src = _target(em, op.src, path + ".src")
+    if isinstance(src, Fragment) and src.layout == ir_pb2.FRAGMENT_LAYOUT_ROW_PER_THREAD:
+        _arg_reduce_own_row(em, op, src, values, indices, is_min, path)
+        return
     _rows_reduction(em, src, values, path)
     if op.axis != 1:
         raise LoweringError(path, "row arg-reductions reduce axis 1 (columns)")
@@ -241,6 +244,25 @@ def arg_reduce(em, op, path):
                 w.line("%s = v; %s = j;" % (values.elem("s"), indices.elem("s")))
 
 
+def _arg_reduce_own_row(em, op, src, values, indices, is_min, path):
+    """Each thread holds a whole row: a sequential search of it, no lanes involved."""
+    for frag, name in ((values, "values"), (indices, "indices")):
+        if not isinstance(frag, Fragment) or not frag.one_per_row:
+            raise LoweringError(path + "." + name, "a row_per_thread search writes one value per row (row_per_thread [rows])")
+    if op.axis != 1 or len(src.shape) != 2:
+        raise LoweringError(path, "row arg-reductions reduce axis 1 (columns) of a [rows, N] tile")
+    w = em.w
+    better = "<" if is_min == "true" else ">"
+    with w.block(""):
+        if not op.accumulate:
+            w.line("%s = %s; %s = 0x7fffffff;" % (values.elem("0"), "INFINITY" if is_min == "true" else "-INFINITY", indices.elem("0")))
+        w.line("const int cake_base = %s;" % (em.expr(op.index_base) if op.HasField("index_base") else "0"))
+        w.line("#pragma unroll")
+        with w.block("for (int i = 0; i < %d; ++i)" % src.count):
+            with w.block("if (%s %s %s)" % (src.elem("i"), better, values.elem("0"))):
+                w.line("%s = %s; %s = cake_base + i;" % (values.elem("0"), src.elem("i"), indices.elem("0")))
+
+
 @printer("top_k")
 def top_k(em, op, path):
     src = _target(em, op.src, path + ".src")
@@ -250,8 +272,8 @@ def top_k(em, op, path):
         raise LoweringError(path + ".src", "top_k reads an accumulator fragment")
     k = op.k
     for frag, name in ((values, "values"), (indices, "indices")):
-        if not isinstance(frag, Fragment) or frag.layout != ir_pb2.FRAGMENT_LAYOUT_PER_THREAD or frag.count != 2 * k:
-            raise LoweringError(path + "." + name, "top_k keeps per-thread lists: a per_thread [2, %d] fragment" % k)
+        if not isinstance(frag, Fragment) or not frag.is_rows or frag.per_row != k:
+            raise LoweringError(path + "." + name, "top_k keeps per-row lists: a rows fragment of shape [rows, %d]" % k)
     is_min = "false" if op.largest else "true"
     base = em.expr(op.index_base) if op.HasField("index_base") else "0"
     w = em.w
@@ -265,7 +287,7 @@ def top_k(em, op, path):
                    % (k, is_min, k, values.name, k, k, indices.name, k, src.elem("i"), src.cls))
         if op.scope != ir_pb2.SCOPE_THREAD:
             lo, hi = _ROW_LANES[src.layout]
-            with w.block("for (int s = 0; s < 2; ++s)"):
+            with w.block("for (int s = 0; s < %d; ++s)" % (values.count // k)):
                 w.line("cake::warp::topk_allmerge<%d, %s, %d, %d>(*reinterpret_cast<float(*)[%d]>(&%s[s * %d]), "
                        "*reinterpret_cast<int(*)[%d]>(&%s[s * %d]));" % (k, is_min, lo, hi, k, values.name, k, k, indices.name, k))
 
@@ -287,31 +309,39 @@ def scan(em, op, path):
                 w.line("const float x = cake::to_float(%s);" % src.elem("at"))
                 w.line("%s = %s;" % (dst.elem("at"), "run; run += x" if op.exclusive else "(run += x)"))
         return
-    if isinstance(src, SharedAccess) and isinstance(dst, SharedAccess) and len(src.shape) == 2:
-        # One thread per line across the scanned axis: lines along the other axis.
-        rows, cols = src.shape
-        lines, n = (cols, rows) if op.axis == 0 else (rows, cols)
-        with w.block("for (int l = cake_thread; l < %d; l += %d)" % (lines, em.role.threads)):
+    if isinstance(src, SharedAccess) and len(src.shape) == 2:
+        # Each destination element sums its prefix of the shared tile along the axis.
+        def body(i, coords, lvalue, ctype):
+            at = coords[op.axis]
+            bound = "k < (%s)" % at if op.exclusive else "k <= (%s)" % at
+            rc = ["k", coords[1]] if op.axis == 0 else [coords[0], "k"]
             w.line("float run = 0.0f;")
-            with w.block("for (int k = 0; k < %d; ++k)" % n):
-                rc = ["k", "l"] if op.axis == 0 else ["l", "k"]
-                w.line("const float x = cake::to_float(%s);" % src.lvalue(rc))
-                w.line("%s = %s;" % (dst.lvalue(rc), "run; run += x" if op.exclusive else "(run += x)"))
+            w.line("for (int k = 0; %s; ++k) run += cake::to_float(%s);" % (bound, src.lvalue(rc)))
+            w.line("%s = cake::convert<%s>(run);" % (lvalue, ctype))
+
+        _for_each(em, dst, lambda i, c, lv, ct: _scoped(w, body, i, c, lv, ct))
         return
-    raise LoweringError(path, "scan works within per-thread fragments (scope thread) or on 2-D shared tiles")
+    raise LoweringError(path, "scan works within per-thread fragments (scope thread) or reads a 2-D shared tile")
 
 
 @printer("tri_solve")
 def tri_solve(em, op, path):
     a = SharedAccess(em, op.a, path + ".a")
-    x = SharedAccess(em, op.x, path + ".x")
     b = SharedAccess(em, op.b, path + ".b") if op.HasField("b") else None
+    into_registers = op.x.region in em.ctx.registers
+    if into_registers:
+        # Substitution needs whole columns: solve into the lowering's scratch tile, then
+        # each thread picks its fragment's elements out of it.
+        frag = Fragment(em.ctx.registers[op.x.region])
+        x = ScratchTile(em.ctx.scratch[em.role.role.name], frag.shape)
+    else:
+        x = SharedAccess(em, op.x, path + ".x")
     c = a.shape[0]
     if a.shape != [c, c] or x.shape[0] != c:
         raise LoweringError(path, "tri_solve needs a square A [C, C] and x [C, N]")
     n = x.shape[1]
     w = em.w
-    # Substitution, one right-hand-side column per thread; rows in order (lower) or reverse.
+    # One right-hand-side column per thread; rows in order (lower) or reverse (upper).
     with w.block("for (int j = cake_thread; j < %d; j += %d)" % (n, em.role.threads)):
         order = "int i = 0; i < %d; ++i" % c if op.lower else "int i = %d; i >= 0; --i" % (c - 1)
         with w.block("for (%s)" % order):
@@ -321,6 +351,29 @@ def tri_solve(em, op, path):
             w.line("for (%s) acc -= cake::to_float(%s) * cake::to_float(%s);" % (krange, a.lvalue(["i", "k"]), x.lvalue(["k", "j"])))
             val = "acc" if op.unit_diagonal else "__fdiv_rn(acc, cake::to_float(%s))" % a.lvalue(["i", "i"])
             w.line("%s = cake::convert<%s>(%s);" % (x.lvalue(["i", "j"]), x.ctype, val))
+    if into_registers:
+        hw_id = em.ctx.role_barriers[em.role.role.name]
+        w.line("cake::block::named_sync(%d, %d);  // scratch columns complete" % (hw_id, em.role.threads))
+        _for_each(em, frag, lambda i, cc, lv, ct: w.line("%s = %s;" % (lv, x.lvalue(cc))))
+        w.line("cake::block::named_sync(%d, %d);  // scratch free for reuse" % (hw_id, em.role.threads))
+
+
+class ScratchTile:
+    """A lowering-owned f32 shared tile (see layout.reserve_scratch)."""
+
+    ctype = "float"
+
+    def __init__(self, offset_and_cols, shape):
+        self.offset, self.cols = offset_and_cols
+        self.shape = list(shape)
+
+    def lvalue(self, coords):
+        return "reinterpret_cast<float*>(cake_smem + %d)[(%s) * %d + (%s)]" % (self.offset, coords[0], self.cols, coords[1])
+
+
+def _scoped(w, body, *args):
+    with w.block(""):
+        body(*args)
 
 
 _ATOMIC = {ir_pb2.ATOMIC_OP_ADD: "atomic_add", ir_pb2.ATOMIC_OP_MIN: "atomic_min", ir_pb2.ATOMIC_OP_MAX: "atomic_max"}
@@ -336,8 +389,6 @@ def atomic(em, op, path):
     aggregated = op.aggregation == ir_pb2.AGGREGATION_WARP
     if aggregated and op.op != ir_pb2.ATOMIC_OP_ADD:
         raise LoweringError(path, "warp aggregation combines additions only")
-    if aggregated and isinstance(src, Fragment):
-        raise LoweringError(path, "warp-aggregated atomics read a shared tile (every lane must take part)")
     w = em.w
     rank = len(dst.origin)
 
@@ -358,9 +409,14 @@ def atomic(em, op, path):
         value = "cake::to_float(%s)" % lvalue
         if dst.ctype == "int32_t":
             value = "int32_t(%s)" % value
-        w.line("cake::global::%s(%s, %s);" % (_ATOMIC[op.op], ptr, value))
+        if aggregated:
+            # A fragment loop is uniform across the warp, so every lane reaches the match.
+            w.line("cake::global::atomic_add_aggregated(%s, %s(%s), (unsigned long long)(%s - %s), true);"
+                   % (ptr, dst.ctype, value, ptr, dst.ptr))
+        else:
+            w.line("cake::global::%s(%s, %s);" % (_ATOMIC[op.op], ptr, value))
 
-    if aggregated:
+    if aggregated and not isinstance(src, Fragment):
         # Every lane must reach the warp-collective match: pad the loop to whole warps.
         cols = src.shape[-1]
         total = src.elements

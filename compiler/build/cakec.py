@@ -1,0 +1,58 @@
+"""cakec: CAKE IR text -> CUDA C++ for one SM target (the Bazel cake_kernel macro's tool).
+
+    cakec PROGRAM.cake [--target sm_90a] -o OUT.cu [--metadata OUT.launch.pb]
+
+Parses the program, retargets it when --target differs from the program's own
+target, lowers it and writes the generated source (and optionally the launch
+metadata). Parse and lowering errors print as located diagnostics and exit 1.
+"""
+
+import argparse
+import sys
+
+from cake.ir.v1 import ir_pb2
+
+from compiler.build import diagnostics as build_diagnostics
+from compiler.ir.enums import value_of
+from compiler.ir.text_parse import ParseError, parse_kernel
+from compiler.lower import LoweringError, lower
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(prog="cakec", description=__doc__.splitlines()[0])
+    ap.add_argument("program")
+    ap.add_argument("--target", default=None, help="sm_80, sm_90a or sm_100a (default: the program's)")
+    ap.add_argument("-o", "--output", required=True)
+    ap.add_argument("--metadata", default=None)
+    args = ap.parse_args(argv)
+    with open(args.program) as f:
+        text = f.read()
+    try:
+        parsed = parse_kernel(text, filename=args.program)
+    except ParseError as e:
+        sys.stderr.write("%s\n" % e)
+        return 1
+    kernel = parsed.kernel
+    if args.target:
+        try:
+            kernel.target = value_of(ir_pb2.Target.DESCRIPTOR, args.target)
+        except ValueError as e:
+            sys.stderr.write("cakec: %s\n" % e)
+            return 2
+    try:
+        ctx = lower(kernel)
+    except LoweringError as e:
+        d = build_diagnostics.lowering_error(e)
+        line, col = parsed.source_map.lookup(d.path) or (0, 0)
+        sys.stderr.write("%s:%d:%d: error[%s] %s: %s\n  fix: %s\n" % (args.program, line, col, d.id, d.path, d.message, d.fix_hint))
+        return 1
+    with open(args.output, "w") as f:
+        f.write(ctx.source)
+    if args.metadata:
+        with open(args.metadata, "wb") as f:
+            f.write(ctx.launch.SerializeToString(deterministic=True))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
