@@ -78,11 +78,13 @@ def test_register_starved_wgmma_is_reported_at_the_consumer_role():
 
 def test_lowering_errors_point_at_the_op():
     k = gemm_sm90a()
-    k.target = 1  # sm_80: no wgmma
+    k.target = 1  # sm_80: no transaction-count mbarriers, no TMA, no wgmma
     result = build(k, cache=_fresh_cache())
     assert not result.ok
     d = result.diagnostics[0]
-    assert d.id == "CAKE-BUILD-001" and d.path == "kernel.roles[1].body[1].loop.body[1].mma"
+    assert d.id == "CAKE-BUILD-001"
+    assert d.path == "kernel.roles[0].body[2].branch.then_body[0].loop.body[1].mbarrier_expect_tx"
+    assert "sm_80" in d.message
 
 
 def test_cache_hits_after_a_build_and_survives_a_new_cache_object():
