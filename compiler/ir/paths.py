@@ -1,4 +1,4 @@
-"""IR paths: the names of a kernel's message nodes, as diagnostics and the text form's source map use them.
+"""IR paths: names of a kernel's message nodes, used by diagnostics and the text form's source map.
 
 A path starts at the root `kernel` and names one message field per step, with
 `[i]` after a repeated field: `kernel.roles[1].body[4].loop.body[0].mbarrier_wait`.
@@ -48,7 +48,8 @@ def _message_fields(descriptor):
 
 
 def walk(message, root=ROOT):
-    """Yield (path, node) for `message` and every message below it, depth first in field declaration order."""
+    """Yield (path, node) for `message` and every message below it, depth first, fields in
+    declaration order (the order the text form prints them in)."""
     stack = [(root, message)]
     while stack:
         path, node = stack.pop()
@@ -56,7 +57,8 @@ def walk(message, root=ROOT):
         children = []
         for name, repeated in _message_fields(node.DESCRIPTOR):
             if repeated:
-                children.extend((join(path, name, i), child) for i, child in enumerate(getattr(node, name)))
+                items = getattr(node, name)
+                children.extend((join(path, name, i), child) for i, child in enumerate(items))
             elif node.HasField(name):
                 children.append((join(path, name), getattr(node, name)))
         stack.extend(reversed(children))

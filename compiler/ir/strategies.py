@@ -13,25 +13,13 @@ consumes IR.
 import hypothesis.strategies as st
 from google.protobuf.descriptor import FieldDescriptor as FD
 
-# Strings that exercise the text form's keywords and compact forms, drawn as often as arbitrary text.
+from compiler.ir.descriptors import INT_RANGES, real_oneof
+
+# Strings that exercise the text form's keywords and compact forms; drawn as often as any text.
 NAMES = (
     "A", "sA", "full", "kt", "M", "block.x", "cluster.rank", "_t0", "acc",
     "in", "int", "coord", "inf", "nan", "round", "min", "kernel", "true", "loop",
 )  # fmt: skip
-
-_INT_BOUNDS = {
-    FD.TYPE_INT32: (-(1 << 31), (1 << 31) - 1),
-    FD.TYPE_SINT32: (-(1 << 31), (1 << 31) - 1),
-    FD.TYPE_SFIXED32: (-(1 << 31), (1 << 31) - 1),
-    FD.TYPE_INT64: (-(1 << 63), (1 << 63) - 1),
-    FD.TYPE_SINT64: (-(1 << 63), (1 << 63) - 1),
-    FD.TYPE_SFIXED64: (-(1 << 63), (1 << 63) - 1),
-    FD.TYPE_UINT32: (0, (1 << 32) - 1),
-    FD.TYPE_FIXED32: (0, (1 << 32) - 1),
-    FD.TYPE_UINT64: (0, (1 << 64) - 1),
-    FD.TYPE_FIXED64: (0, (1 << 64) - 1),
-}
-
 
 def messages(message_class, max_depth=8, max_nodes=40, max_list=3):
     """A strategy for `message_class` instances: at most `max_nodes` messages,
@@ -49,11 +37,10 @@ def messages(message_class, max_depth=8, max_nodes=40, max_list=3):
 def scalars(field):
     """A strategy for values of the scalar or enum field `field` (defaults included)."""
     kind = field.type
-    if kind in _INT_BOUNDS:
-        low, high = _INT_BOUNDS[kind]
-        return st.one_of(
-            st.just(0), st.integers(max(low, -3), 300), st.sampled_from((low, high)), st.integers(low, high)
-        )
+    if kind in INT_RANGES:
+        low, high, _ = INT_RANGES[kind]
+        small = st.integers(max(low, -3), 300)
+        return st.one_of(st.just(0), small, st.sampled_from((low, high)), st.integers(low, high))
     if kind == FD.TYPE_ENUM:
         known = [v.number for v in field.enum_type.values]
         return st.one_of(st.sampled_from(known), st.sampled_from(known), st.integers(-2, 1000))
@@ -80,23 +67,16 @@ class _Limits:
         return depth < self.max_depth and self.nodes_left > 0
 
 
-def _real_oneof(field):
-    oneof = field.containing_oneof
-    if oneof is None or (len(oneof.fields) == 1 and oneof.name == "_" + field.name):
-        return None
-    return oneof
-
-
 def _fill(draw, message, limits, depth):
     limits.nodes_left -= 1
     descriptor = message.DESCRIPTOR
     chosen = {}
     for field in descriptor.fields:
-        oneof = _real_oneof(field)
+        oneof = real_oneof(field)
         if oneof is not None and oneof.name not in chosen:
             chosen[oneof.name] = draw(st.sampled_from([None] + [f.name for f in oneof.fields]))
     for field in descriptor.fields:
-        oneof = _real_oneof(field)
+        oneof = real_oneof(field)
         if oneof is not None:
             if chosen[oneof.name] == field.name:
                 _set(draw, message, field, limits, depth)

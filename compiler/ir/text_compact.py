@@ -1,4 +1,4 @@
-"""The hand-written compact forms of the CAKE IR text form: the registry the generic printer and parser consult.
+"""The hand-written compact forms of the CAKE IR text form: a registry the printer and parser consult.
 
 Value forms (wherever a field of the type holds a value, after `field:` or in a list):
     Expr        infix: `(M + 127) / 128`, `ceil_div(N, 128)` (see text_expr)
@@ -22,21 +22,13 @@ import collections
 from cake.ir.v1 import ir_pb2
 
 from compiler.ir import paths
-from compiler.ir.text_expr import (
-    ATOM,
-    INT64_MAX,
-    INT64_MIN,
-    build,
-    expr_text,
-    parse_expr,
-    parse_primary,
-)
+from compiler.ir.descriptors import INT32, INT64
+from compiler.ir.text_expr import ATOM, build, expr_text, parse_expr, parse_primary
 from compiler.ir.text_lexer import FLOAT, INT, IDENT
 from compiler.ir.text_literals import format_float, is_symbol
 
 Form = collections.namedtuple("Form", "fields text parse")
 
-INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
 # Words an operand reads as a float, so a tile of a region with such a name needs the block form.
 _FLOAT_WORDS = frozenset(("inf", "nan"))
 
@@ -71,7 +63,7 @@ def _window_parse(parser, window, path):
     parser.record(path, tree[1])
     build(parser, tree, window.start, paths.join(path, "start"))
     parser.expect("+:", "between a window's start and its size")
-    window.size = parser.signed_int(INT64_MIN, INT64_MAX, "int64", "as the window size")
+    window.size = parser.signed_int(*INT64, "as the window size")
 
 
 def _tile_text(ref, printer):
@@ -94,7 +86,8 @@ def _tile_parse(parser, ref, path):
         else:
             build(parser, parse_primary(parser), ref.stage, stage_path)
     if parser.accept("["):
-        parser.comma_list("]", lambda i: parser.value(ref.window.add(), paths.join(path, "window", i)))
+        windows = ref.window
+        parser.comma_list("]", lambda i: parser.value(windows.add(), paths.join(path, "window", i)))
 
 
 def _barrier_text(ref, printer):
@@ -143,7 +136,7 @@ def _operand_parse(parser, operand, path):
     elif token.text == "coord" and after.text == "(":
         parser.record(path, token)
         parser.skip(2)
-        operand.coord = parser.signed_int(INT32_MIN, INT32_MAX, "int32", "as the coordinate axis")
+        operand.coord = parser.signed_int(*INT32, "as the coordinate axis")
         parser.expect(")", "to close coord(")
     elif token.kind in (FLOAT, INT) or token.text == "-" or token.text in _FLOAT_WORDS:
         parser.record(path, token)

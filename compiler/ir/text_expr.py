@@ -11,6 +11,7 @@ a literal belongs to the literal: `-5` is the int -5, `0 - 5` a subtraction.
 from cake.ir.v1 import ir_pb2
 
 from compiler.ir import paths
+from compiler.ir.descriptors import INT64
 from compiler.ir.text_lexer import IDENT, INT, MAX_DEPTH
 from compiler.ir.text_literals import is_symbol
 
@@ -40,7 +41,6 @@ _CALL_BY_OP = {_OPS.Value(name): text for name, text in _CALLS.items()}
 _CALL_BY_TEXT = {text: _OPS.Value(name) for name, text in _CALLS.items()}
 _EXPR_FIELDS = frozenset(f.name for f in ir_pb2.Expr.DESCRIPTOR.fields)
 _BINARY_FIELDS = frozenset(("op", "lhs", "rhs"))
-INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
 
 
 def expr_text(expr, min_prec=0):
@@ -108,7 +108,7 @@ def parse_primary(parser, nesting=0):
                 parser.fail(digits, "expected an integer after '-', found %s" % digits.describe())
         else:
             digits = token
-        return ("int", token, parser.int_value(token, sign, digits, INT64_MIN, INT64_MAX, "int64"))
+        return ("int", token, parser.int_value(token, sign, digits, *INT64))
     if token.text == "(":
         inner = parse_expr(parser, 1, nesting + 1)
         parser.expect(")", "to close the '(' at %d:%d" % (token.line, token.column))
@@ -138,7 +138,7 @@ def _depth(node):
 
 
 def build(parser, node, expr, path):
-    """Write a parsed tree into `expr` (an ir_pb2.Expr at `path`), recording each node's location."""
+    """Write a parsed tree into `expr` (the Expr at `path`), recording each node's location."""
     parser.record(path, node[1])
     kind = node[0]
     if kind == "int":

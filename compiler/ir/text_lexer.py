@@ -34,6 +34,7 @@ _TOKEN = re.compile(
 )
 _ESCAPE = re.compile(r"\\(?:u\{([0-9a-fA-F]{1,6})\}|x([0-9a-fA-F]{2})|(.))")
 _SIMPLE_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", '"': '"', "\\": "\\"}
+_KNOWN_ESCAPES = r'\\, \", \n, \t, \r, \xHH or \u{HHHH}'
 
 
 class ParseError(ValueError):
@@ -72,7 +73,7 @@ class Token:
 
 
 def tokenize(text, filename="<text>"):
-    """The tokens of `text`, ending with an EOF token; ParseError on a character no token starts with."""
+    """The tokens of `text`, then an EOF token; ParseError where no token can start."""
     _check_unicode(text, filename)
     tokens = []
     line, line_start, pos, end = 1, 0, 0, len(text)
@@ -97,13 +98,14 @@ def tokenize(text, filename="<text>"):
 
 
 def _check_unicode(text, filename):
-    # A lone surrogate (from bytes decoded with surrogateescape) can be neither lexed nor stored in a proto.
+    # A lone surrogate (bytes decoded with surrogateescape) cannot be stored in a proto string.
     try:
         text.encode("utf-8")
     except UnicodeEncodeError as err:
         line = text.count("\n", 0, err.start) + 1
         column = err.start - (text.rfind("\n", 0, err.start) + 1) + 1
-        raise ParseError(filename, line, column, "lone surrogate U+%04X is not Unicode text" % ord(text[err.start])) from None
+        message = "lone surrogate U+%04X is not Unicode text" % ord(text[err.start])
+        raise ParseError(filename, line, column, message) from None
 
 
 def _classify(kind, text, filename, line, column):
@@ -122,14 +124,13 @@ def _unescape(quoted, filename, line, column):
         if code_hex is not None:
             code = int(code_hex, 16)
             if code > 0x10FFFF or 0xD800 <= code <= 0xDFFF:
-                raise ParseError(filename, line, column + 1 + m.start(), "escape %s is not a Unicode scalar value" % m.group())
+                message = "escape %s is not a Unicode scalar value" % m.group()
+                raise ParseError(filename, line, column + 1 + m.start(), message)
             return chr(code)
         simple = _SIMPLE_ESCAPES.get(m.group(3))
         if simple is None:
-            raise ParseError(
-                filename, line, column + 1 + m.start(),
-                "unknown escape %s in string (use \\\\, \\\", \\n, \\t, \\r, \\xHH or \\u{HHHH})" % m.group(),
-            )
+            message = "unknown escape %s in string (use %s)" % (m.group(), _KNOWN_ESCAPES)
+            raise ParseError(filename, line, column + 1 + m.start(), message)
         return simple
 
     return _ESCAPE.sub(decode, quoted[1:-1])
@@ -138,5 +139,5 @@ def _unescape(quoted, filename, line, column):
 def _raise_bad_character(text, pos, filename, line, column):
     char = text[pos]
     if char == '"':
-        raise ParseError(filename, line, column, "unterminated string (strings end on the line they start)")
+        raise ParseError(filename, line, column, "unterminated string (a string ends on its line)")
     raise ParseError(filename, line, column, "unexpected character %r" % char)

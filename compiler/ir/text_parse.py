@@ -9,28 +9,14 @@ The grammar is generic over the descriptors (text_schema); the compact forms
 (text_compact) read their parts through this parser's small public interface.
 """
 
-import difflib
-import math
 from typing import NamedTuple
 
 from cake.ir.v1 import ir_pb2
-from google.protobuf.descriptor import FieldDescriptor as FD
 
-from compiler.ir import enums, paths
+from compiler.ir import paths
 from compiler.ir.text_compact import VALUE_FORMS
-from compiler.ir.text_lexer import (
-    EOF,
-    FLOAT,
-    HEX,
-    IDENT,
-    INT,
-    MAX_DEPTH,
-    STRING,
-    WORD,
-    ParseError,
-    tokenize,
-)
-from compiler.ir.text_literals import float_bits, float_from_bits
+from compiler.ir.text_lexer import EOF, IDENT, MAX_DEPTH, ParseError
+from compiler.ir.text_reader import TokenReader, suggest
 from compiler.ir.text_schema import (
     BLOCK,
     ENTRIES,
@@ -44,20 +30,6 @@ from compiler.ir.text_schema import (
 )
 
 __all__ = ["ParseError", "ParsedKernel", "SourceMap", "parse_kernel"]
-
-_I32 = (-(1 << 31), (1 << 31) - 1, "int32")
-_I64 = (-(1 << 63), (1 << 63) - 1, "int64")
-_U32 = (0, (1 << 32) - 1, "uint32")
-_U64 = (0, (1 << 64) - 1, "uint64")
-_INT_RANGES = {
-    FD.TYPE_INT32: _I32, FD.TYPE_SINT32: _I32, FD.TYPE_SFIXED32: _I32,
-    FD.TYPE_INT64: _I64, FD.TYPE_SINT64: _I64, FD.TYPE_SFIXED64: _I64,
-    FD.TYPE_UINT32: _U32, FD.TYPE_FIXED32: _U32,
-    FD.TYPE_UINT64: _U64, FD.TYPE_FIXED64: _U64,
-}  # fmt: skip
-_FLOAT32_MAX = 3.4028234663852886e38
-_SIGN_BIT = 1 << 63
-_EXPONENT_BITS = 0x7FF0000000000000
 
 
 class SourceMap(dict):
@@ -88,166 +60,18 @@ def parse_kernel(text, filename="<text>"):
     return ParsedKernel(parser.kernel(), parser.source_map)
 
 
-class Parser:
-    """A cursor over the tokens of one text, and the readers compact forms call back into."""
+class Parser(TokenReader):
+    """The grammar of blocks, fields and op lists over a TokenReader, recording node locations."""
 
     def __init__(self, text, filename):
-        self.filename = filename
-        self.tokens = tokenize(text, filename)
-        self.pos = 0
+        super().__init__(text, filename)
         self.source_map = SourceMap(filename)
-
-    # Tokens.
-
-    def peek(self, ahead=0):
-        return self.tokens[min(self.pos + ahead, len(self.tokens) - 1)]
-
-    def next(self):
-        token = self.tokens[self.pos]
-        if token.kind != EOF:
-            self.pos += 1
-        return token
-
-    def skip(self, count):
-        for _ in range(count):
-            self.next()
-
-    def accept(self, text):
-        """Consume the next token if its text is `text` (strings never match: theirs is quoted)."""
-        return self.next() if self.tokens[self.pos].text == text else None
-
-    def expect(self, text, context):
-        token = self.next()
-        if token.text != text:
-            self.fail(token, "expected '%s' %s, found %s" % (text, context, token.describe()))
-        return token
-
-    def fail(self, token, message):
-        raise ParseError(self.filename, token.line, token.column, message)
 
     def record(self, path, token):
         """Note that the node at `path` starts at `token`; fail when nested too deep."""
         if path.count(".") > MAX_DEPTH:
             self.fail(token, "nested deeper than %d levels" % MAX_DEPTH)
         self.source_map[path] = (token.line, token.column)
-
-    def comma_list(self, close, element):
-        """Read `element(i)` for i = 0, 1, ... separated by commas, up to the token `close`."""
-        if self.accept(close):
-            return
-        index = 0
-        while True:
-            element(index)
-            index += 1
-            token = self.next()
-            if token.text == close:
-                return
-            if token.text != ",":
-                self.fail(token, "expected ',' or '%s' in a list, found %s" % (close, token.describe()))
-
-    # Literals.
-
-    def ident(self, what):
-        token = self.next()
-        if token.kind != IDENT:
-            self.fail(token, "expected an identifier %s, found %s" % (what, token.describe()))
-        return token.text
-
-    def name(self, what):
-        """A name after a keyword: an identifier or a quoted string."""
-        token = self.next()
-        if token.kind not in (IDENT, STRING):
-            self.fail(token, "expected a name (identifier or string) %s, found %s" % (what, token.describe()))
-        return token.value
-
-    def int_value(self, start, sign, digits, low, high, type_name):
-        """The integer `sign * digits`, which must lie in [low, high]; errors point at `start`."""
-        text = digits.text
-        # Longer digit strings are out of every range (and int() refuses huge ones).
-        value = sign * int(text) if len(text) <= 40 else None
-        if value is None or not low <= value <= high:
-            shown = ("-" if sign < 0 else "") + (text if len(text) <= 24 else text[:20] + "...")
-            self.fail(start, "%s is out of range for %s [%d, %d]" % (shown, type_name, low, high))
-        return value
-
-    def signed_int(self, low, high, type_name, what):
-        start = digits = self.next()
-        sign = 1
-        if start.text == "-":
-            sign, digits = -1, self.next()
-        if digits.kind != INT:
-            self.fail(digits, "expected an integer %s, found %s" % (what, digits.describe()))
-        return self.int_value(start, sign, digits, low, high, type_name)
-
-    def float_literal(self, what):
-        token = self.next()
-        negative = token.text == "-"
-        if negative:
-            token = self.next()
-        if token.kind in (FLOAT, INT):
-            value = float(token.text)
-        elif token.text == "inf":
-            value = math.inf
-        elif token.text == "nan":
-            value = self._nan_payload() if self.accept("(") else math.nan
-        else:
-            self.fail(token, "expected a number %s, found %s" % (what, token.describe()))
-        # Negate through the bits so NaN signs are exact too.
-        return float_from_bits(float_bits(value) ^ _SIGN_BIT) if negative else value
-
-    def _nan_payload(self):
-        token = self.next()
-        bits = int(token.text, 16) if token.kind == HEX and len(token.text) <= 18 else None
-        if bits is None or bits & _EXPONENT_BITS != _EXPONENT_BITS or bits & ~(_SIGN_BIT | _EXPONENT_BITS) == 0:
-            self.fail(token, "expected a NaN bit pattern (0x7ff0000000000001 ...), found %s" % token.describe())
-        self.expect(")", "after the NaN bit pattern")
-        return float_from_bits(bits)
-
-    def scalar(self, field):
-        """A value for the scalar (or enum) field `field`."""
-        kind = field.type
-        what = "for '%s'" % field.name
-        int_range = _INT_RANGES.get(kind)
-        if int_range is not None:
-            return self.signed_int(*int_range, what)
-        if kind == FD.TYPE_ENUM:
-            return self._enum(field)
-        if kind in (FD.TYPE_DOUBLE, FD.TYPE_FLOAT):
-            start = self.peek()
-            value = self.float_literal(what)
-            if kind == FD.TYPE_FLOAT and math.isfinite(value) and abs(value) > _FLOAT32_MAX:
-                self.fail(start, "%r is out of range for float" % value)
-            return value
-        token = self.next()
-        if kind == FD.TYPE_BOOL:
-            if token.text not in ("true", "false"):
-                self.fail(token, "expected true or false %s, found %s" % (what, token.describe()))
-            return token.text == "true"
-        if token.kind != STRING:
-            self.fail(token, "expected a quoted string %s, found %s" % (what, token.describe()))
-        if kind == FD.TYPE_BYTES:
-            try:
-                return token.value.encode("latin-1")
-            except UnicodeEncodeError:
-                self.fail(token, "a bytes value holds characters up to \\xff only")
-        return token.value
-
-    def _enum(self, field):
-        token = self.peek()
-        if token.kind == INT or token.text == "-":
-            return self.signed_int(*_I32, "for '%s'" % field.name)
-        self.next()
-        if token.kind in (IDENT, WORD):
-            try:
-                return enums.value_of(field.enum_type, token.text)
-            except ValueError:
-                pass
-        names = enums.short_names(field.enum_type)
-        self.fail(
-            token,
-            "unknown %s %s for '%s'%s; expected one of: %s"
-            % (field.enum_type.name, token.describe(), field.name, _suggest(token.text, names), ", ".join(names)),
-        )
 
     # Blocks.
 
@@ -259,7 +83,8 @@ class Parser:
         self.block(kernel, paths.ROOT, {"name": start})
         end = self.peek()
         if end.kind != EOF:
-            self.fail(end, "expected the end of the text after the kernel's '}', found %s" % end.describe())
+            found = end.describe()
+            self.fail(end, "expected the end of the text after the kernel's '}', found %s" % found)
         return kernel
 
     def value(self, message, path):
@@ -272,7 +97,7 @@ class Parser:
             VALUE_FORMS[message.DESCRIPTOR.full_name].parse(self, message, path)
 
     def block(self, message, path, given=None):
-        """`{ items }` into `message`; `given` maps fields already read (a header, a name) to their token."""
+        """`{ items }` into `message`; `given` maps fields read already (header, name) to a token."""
         opened = self.expect("{", "to open the %s block" % message.DESCRIPTOR.name)
         message.SetInParent()
         syn = syntax(message.DESCRIPTOR)
@@ -328,8 +153,9 @@ class Parser:
                 items = getattr(message, fs.name)
                 if kind == SCALARS:
                     self.comma_list("]", lambda i: items.append(self.scalar(fs.field)))
-                elif kind == VALUES:
-                    self.comma_list("]", lambda i: self.value(items.add(), paths.join(path, fs.name, i)))
+                else:
+                    name = fs.name
+                    self.comma_list("]", lambda i: self.value(items.add(), paths.join(path, name, i)))
 
     def _message_block(self, message, path, fs, token, given):
         if fs.header is not None and self.peek().text != "{":
@@ -354,7 +180,8 @@ class Parser:
         if first is not None:
             self.fail(
                 token,
-                "'%s' is given twice in this %s (first at %d:%d)" % (fs.name, syn.name, first.line, first.column),
+                "'%s' is given twice in this %s (first at %d:%d)"
+                % (fs.name, syn.name, first.line, first.column),
             )
         given[fs.name] = token
         if fs.oneof is not None:
@@ -374,13 +201,14 @@ class Parser:
         self.fail(
             token,
             "unknown op '%s' in %s%s (ops: %s)"
-            % (token.text, where, _suggest(token.text, ops), ", ".join(ops)),
+            % (token.text, where, suggest(token.text, ops), ", ".join(ops)),
         )
 
     def _unexpected(self, token, syn, opened):
         where = "the %s block opened at %d:%d" % (syn.name, opened.line, opened.column)
         if token.kind != IDENT:
-            self.fail(token, "expected a field name or '}' in %s, found %s" % (where, token.describe()))
+            found = token.describe()
+            self.fail(token, "expected a field name or '}' in %s, found %s" % (where, found))
         names = list(syn.by_keyword) + sorted(syn.op_keywords)
         what = "field or op" if syn.op_keywords else "field"
         valid = "fields: %s" % ", ".join(syn.by_keyword) if syn.by_keyword else "no fields"
@@ -388,10 +216,6 @@ class Parser:
             valid += "; ops: %s" % ", ".join(sorted(syn.op_keywords))
         self.fail(
             token,
-            "unknown %s '%s' in %s%s (%s)" % (what, token.text, where, _suggest(token.text, names), valid),
+            "unknown %s '%s' in %s%s (%s)"
+            % (what, token.text, where, suggest(token.text, names), valid),
         )
-
-
-def _suggest(word, names):
-    close = difflib.get_close_matches(word, names, n=1)
-    return "; did you mean '%s'?" % close[0] if close else ""

@@ -1,4 +1,4 @@
-"""How each field of each IR message is written in the text form, derived from the protobuf descriptors.
+"""How each field of each IR message is written in the text form, derived from the descriptors.
 
 A field's kind decides its syntax:
     SCALAR   `name: 42`               SCALARS  `name: [1, 2]`
@@ -15,6 +15,7 @@ Nothing here names an IR message or field: new fields and ops need no change.
 
 import functools
 
+from compiler.ir.descriptors import real_oneof
 from compiler.ir.text_compact import HEADER_FORMS, OP, VALUE_FORMS
 
 SCALAR, SCALARS, VALUE, VALUES, BLOCK, ENTRIES, OPS = (
@@ -59,7 +60,8 @@ class MessageSyntax:
                     keyword = field.name
                 taken.add(keyword)
             named = kind == ENTRIES and _has_name(field.message_type)
-            fields.append(FieldSyntax(field, kind, keyword, named, _real_oneof(field)))
+            oneof = real_oneof(field)
+            fields.append(FieldSyntax(field, kind, keyword, named, oneof and oneof.name))
         # The direct op list prints last so a body reads after the settings it runs under.
         self.fields = [f for f in fields if f.field is not direct] + [
             f for f in fields if f.field is direct
@@ -87,16 +89,8 @@ def _kind(field):
     return OPS if message.full_name == OP.full_name else ENTRIES
 
 
-def _real_oneof(field):
-    # proto3 `optional` fields sit alone in a synthetic oneof `_<name>`: not a choice.
-    oneof = field.containing_oneof
-    if oneof is None or (len(oneof.fields) == 1 and oneof.name == "_" + field.name):
-        return None
-    return oneof.name
-
-
 # An op item is `member { ... }`: the member names of Op's oneofs are the op keywords.
-OP_KEYWORDS = frozenset(f.name for f in OP.fields if f.message_type and _real_oneof(f))
+OP_KEYWORDS = frozenset(f.name for f in OP.fields if f.message_type and real_oneof(f))
 
 
 def _singular(name):
