@@ -6,6 +6,7 @@ nvidia-smi (sampled when the record is taken), peak clocks also from the CUDA
 driver; anything unavailable is None.
 """
 
+import importlib.metadata
 import platform
 import subprocess
 
@@ -81,6 +82,13 @@ def smi_record(bus_id):
     return {"smi_error": "nvidia-smi lists no GPU at %s (exit %d)" % (bus_id, proc.returncode)}
 
 
+def _distribution_version(name):
+    try:
+        return importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
 def collect(ordinal=0):
     """The record for CUDA device `ordinal`, as a JSON-able dict."""
     import cuda.bindings
@@ -103,7 +111,7 @@ def collect(ordinal=0):
         "cuda_driver_api": "%d.%d" % (api // 1000, api % 1000 // 10),
         "torch": torch.__version__,
         "torch_cuda": torch.version.cuda,
-        "cuda_python": cuda.bindings.__version__,
+        "cuda_python": getattr(cuda.bindings, "__version__", None) or _distribution_version("cuda-bindings"),
         "python": platform.python_version(),
     }
     for attr, key in (("CLOCK_RATE", "sm_clock_max_khz"), ("MEMORY_CLOCK_RATE", "mem_clock_max_khz")):

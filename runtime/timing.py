@@ -16,7 +16,7 @@ import secrets
 
 import torch
 
-from runtime import distributions, environment, poison
+from runtime import distributions, environment, poison, streams
 from runtime.loader import device_attribute
 
 
@@ -107,12 +107,12 @@ def time_kernel(contract, launch, config=TimingConfig(), shape=None, seed=None):
     flush = torch.empty(
         flush_bytes(device_attribute("L2_CACHE_SIZE", device.index), config.flush_factor), dtype=torch.int8, device=device
     )
-    torch.cuda.synchronize()
+    streams.sync_all(device)
     for i in range(config.warmup):
         launch(outs[i % len(sets)], sets[i % len(sets)])
     starts = [torch.cuda.Event(enable_timing=True) for _ in range(config.reps)]
     ends = [torch.cuda.Event(enable_timing=True) for _ in range(config.reps)]
-    torch.cuda.synchronize()
+    streams.sync_all(device)
     for i in range(config.reps):
         k = i % len(sets)
         for out in outs[k]:
@@ -121,7 +121,7 @@ def time_kernel(contract, launch, config=TimingConfig(), shape=None, seed=None):
         starts[i].record()
         launch(outs[k], sets[k])
         ends[i].record()
-    torch.cuda.synchronize()  # all streams: nothing the kernel started is still running
+    streams.sync_all(device)  # every stream: nothing the kernel started is still running
     times = [s.elapsed_time(e) for s, e in zip(starts, ends)]
     checks = [verify(contract, outs[k], sets[k]) for k in range(len(sets))]
     failed = [msg for ok, msg in checks if not ok]
