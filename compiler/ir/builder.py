@@ -329,11 +329,17 @@ class _Body:
             op.phase.CopyFrom(as_expr(phase))
         self._add(mbarrier_wait=op)
 
-    def named_sync(self, barrier):
-        self._add(named_barrier_sync=ir_pb2.NamedBarrierSync(barrier=barrier.name))
+    def named_sync(self, barrier, index=None):
+        op = ir_pb2.NamedBarrierSync(barrier=barrier.name)
+        if index is not None:
+            op.index.CopyFrom(as_expr(index))
+        self._add(named_barrier_sync=op)
 
-    def named_arrive(self, barrier):
-        self._add(named_barrier_arrive=ir_pb2.NamedBarrierArrive(barrier=barrier.name))
+    def named_arrive(self, barrier, index=None):
+        op = ir_pb2.NamedBarrierArrive(barrier=barrier.name)
+        if index is not None:
+            op.index.CopyFrom(as_expr(index))
+        self._add(named_barrier_arrive=op)
 
     def fence(self, kind):
         self._add(fence=ir_pb2.Fence(kind=_enum(ir_pb2.FenceKind, kind)))
@@ -452,8 +458,8 @@ class KernelBuilder:
         )
         return BarrierHandle(name)
 
-    def named_barrier(self, name, threads):
-        self._k.barriers.add(name=name, kind=ir_pb2.BARRIER_KIND_NAMED, count=1, arrivals=threads)
+    def named_barrier(self, name, threads, count=1):
+        self._k.barriers.add(name=name, kind=ir_pb2.BARRIER_KIND_NAMED, count=count, arrivals=threads)
         return BarrierHandle(name)
 
     def pipeline(self, name, stages, full, empty, regions, producer, consumers):

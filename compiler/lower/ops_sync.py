@@ -62,21 +62,24 @@ def mbarrier_wait(em, op, path):
     )
 
 
-def _named(em, name, path):
-    if name not in em.ctx.named_barriers:
-        raise LoweringError(path, "unknown named barrier %r" % name)
-    hw_id, decl = em.ctx.named_barriers[name]
-    return hw_id, decl.arrivals
+def _named(em, op, path):
+    """(hardware id expression, participating threads) of a named-barrier op."""
+    if op.barrier not in em.ctx.named_barriers:
+        raise LoweringError(path, "unknown named barrier %r" % op.barrier)
+    hw_id, decl = em.ctx.named_barriers[op.barrier]
+    if op.HasField("index"):
+        return "%d + (%s)" % (hw_id, em.expr(op.index)), decl.arrivals
+    return str(hw_id), decl.arrivals
 
 
 @printer("named_barrier_sync")
 def named_barrier_sync(em, op, path):
-    em.w.line("cake::block::named_sync(%d, %d);" % _named(em, op.barrier, path))
+    em.w.line("cake::block::named_sync(%s, %d);" % _named(em, op, path))
 
 
 @printer("named_barrier_arrive")
 def named_barrier_arrive(em, op, path):
-    em.w.line("cake::block::named_arrive(%d, %d);" % _named(em, op.barrier, path))
+    em.w.line("cake::block::named_arrive(%s, %d);" % _named(em, op, path))
 
 
 _FENCES = {
