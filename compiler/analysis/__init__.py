@@ -1,0 +1,40 @@
+"""Cost analysis: what a kernel will do on its target and how long it should take.
+
+    report = analyze(kernel)                          # representative shapes, default device
+    report = analyze(kernel, {"M": 8192, "N": 8192, "K": 8192}, device="H100-SXM")
+    report.predicted_seconds, report.bottleneck, report.stages
+
+`analyze` returns an analysis_pb2.CostReport or raises AnalysisError (a
+ValueError) saying which required information is missing or out of range; it
+raises nothing else on any Kernel proto. `features` gives the calibration-free
+quantities the prediction is made from, to record beside measured times for
+calibration.fit. Data: targets.json (hardware, see target_db) and
+calibration.json (model constants, see calibration); the model is described in
+docs/cost_model.md.
+"""
+
+from compiler.analysis import calibration as _calibration
+from compiler.analysis import model as _model
+from compiler.analysis.errors import AnalysisError
+
+__all__ = ["AnalysisError", "analyze", "features"]
+
+
+def _guarded(fn, *args):
+    try:
+        return fn(*args)
+    except RecursionError:
+        raise AnalysisError("kernel nests expressions or ops too deeply to analyze") from None
+
+
+def analyze(kernel, shapes=None, device=None, calibration=None):
+    """The CostReport of `kernel` at `shapes` (name -> int; missing symbols get representative
+    values) on `device` (a device name or "target/name"; the target's default when None),
+    under `calibration` (a calibration.Calibration; calibration.json when None)."""
+    cal = calibration or _calibration.load()
+    return _guarded(lambda: _model.report(_model.measure(kernel, shapes, device), cal))
+
+
+def features(kernel, shapes=None, device=None):
+    """The pipeline features of `kernel` at `shapes` on `device` (see analyze), for calibration."""
+    return dict(_guarded(lambda: _model.measure(kernel, shapes, device).features))

@@ -1,0 +1,62 @@
+"""Tests of shared memory, registers, threads and occupancy."""
+
+from compiler.analysis import resources, sample_kernels, target_db
+from compiler.ir.builder import KernelBuilder
+from kernels.gemm.schedules import gemm_sm90a
+
+H200 = target_db.device_for("sm_90a")
+
+
+def test_shared_regions_are_aligned_by_swizzle_and_mbarriers_follow():
+    k = KernelBuilder("k", target="sm_90a")
+    k.shared("small", "bf16", [10])  # 20 B, then padding to 128 for the next
+    k.shared("plain", "f32", [3], stages=2)  # at 128: 24 B
+    k.shared("swz", "bf16", [64, 64], stages=2, swizzle="128b")  # at 1024: 16 KB
+    k.registers("r", "f32", [64], layout="per_thread", owner="x")  # not shared
+    k.mbarrier("full", arrivals=1, count=2)
+    k.named_barrier("nb", threads=128)  # hardware, not shared memory
+    assert resources.shared_bytes_per_block(k.build()) == 1024 + 2 * 64 * 64 * 2 + 2 * 8
+
+
+def test_gemm_ring_of_four_128x256x64_stages_allows_one_block_per_sm():
+    k = gemm_sm90a()
+    shared = resources.shared_bytes_per_block(k)
+    registers = resources.registers_per_thread(k, H200, setmaxnreg=True)
+    occ = resources.occupancy(H200, shared, registers, resources.threads_per_block(k))
+    assert (occ.blocks_per_sm, occ.limiter) == (1, "shared")
+    assert occ.limits["shared"] == 1 and occ.limits["threads"] == 5
+
+
+def test_two_stage_ring_is_limited_by_registers():
+    k = gemm_sm90a(bm=128, bn=128, stages=2)
+    shared = resources.shared_bytes_per_block(k)  # 64 KB: three blocks would fit
+    occ = resources.occupancy(H200, shared, 168, 384)
+    assert (occ.blocks_per_sm, occ.limiter) == (1, "registers")
+
+
+def test_role_budgets_pool_registers_with_setmaxnreg():
+    k = gemm_sm90a()
+    assert resources.registers_per_thread(k, H200, setmaxnreg=True) == 168  # (128 x 40 + 256 x 232) / 384
+    assert resources.registers_per_thread(k, H200, setmaxnreg=False) == 232  # every thread gets the most
+
+
+def test_registers_are_estimated_from_register_regions():
+    k = sample_kernels.copy_rows(cols=64)  # 64 f32 per thread + overhead
+    assert resources.registers_per_thread(k, H200, setmaxnreg=True) == 64 + resources.REGISTER_OVERHEAD
+    wide = sample_kernels.copy_rows(cols=512)
+    assert resources.registers_per_thread(wide, H200, setmaxnreg=True) == 255  # the hardware cap
+
+
+def test_min_blocks_per_sm_caps_registers():
+    k = sample_kernels.copy_rows(cols=512)
+    k.launch.min_blocks_per_sm = 4  # 65536 / (4 x 128) = 128
+    assert resources.registers_per_thread(k, H200, setmaxnreg=True) == 128
+
+
+def test_threads_and_block_limits():
+    assert resources.occupancy(H200, 0, 32, 2048).limiter == "threads"
+    assert resources.occupancy(H200, 0, 32, 2048).blocks_per_sm == 0  # over 1024 threads per block
+    small = resources.occupancy(H200, 0, 16, 32)
+    assert (small.blocks_per_sm, small.limiter) == (32, "blocks")
+    too_big = resources.occupancy(H200, H200.shared_per_block_bytes + 1, 32, 128)
+    assert (too_big.blocks_per_sm, too_big.limiter) == (0, "shared")
