@@ -161,7 +161,10 @@ class _Walker:
         if trips == 0:
             return {}
         names = {loop.var, loop.counter} - {""}
-        at = lambda i: {**env, loop.var: first + i * step, loop.counter: i}  # noqa: E731
+
+        def at(i):
+            return {**env, loop.var: first + i * step, loop.counter: i}
+
         if not names & self._control_symbols(loop):
             counts = self.body(loop.body, at(0), path + ".body", role)
             return {k: v * float(trips) for k, v in counts.items()}

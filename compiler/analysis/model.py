@@ -24,7 +24,7 @@ INT64_MAX = (1 << 63) - 1
 
 Measured = collections.namedtuple(
     "Measured",
-    "device shapes threads shared_bytes registers occupancy blocks launched waves per_block totals traffic features",
+    "device shapes threads shared_bytes registers occupancy blocks launched waves totals traffic features",
 )
 
 
@@ -135,7 +135,7 @@ def measure(kernel, shapes=None, device=None):
         raise AnalysisError("kernel's work overflows any count: check tile shapes and loop bounds")
     traffic = _traffic(kernel, env, totals)
     features = _features(kernel, dev, totals, traffic, rounds, fill_waves)
-    return Measured(dev, env, threads, shared, registers, occ, blocks, launched, waves, per_block, totals, traffic, features)
+    return Measured(dev, env, threads, shared, registers, occ, blocks, launched, waves, totals, traffic, features)
 
 
 def _traffic(kernel, env, totals):

@@ -6,6 +6,7 @@ import pytest
 
 from compiler.analysis import AnalysisError, analyze, calibration, features, pipeline, sample_kernels
 from kernels.gemm.schedules import gemm_sm90a
+from kernels.kmeans import schedules as kmeans
 
 CUBE = {"M": 8192, "N": 8192, "K": 8192}
 
@@ -98,6 +99,21 @@ def test_sm80_mma_sync_uses_the_a100():
     assert r.device == "sm_80/A100-SXM4-80GB"
     assert {q.name: q.value for q in r.flops} == {"mma_sync": 2 * 8192**3}
     assert "312 TFLOP/s" in next(s.detail for s in r.stages if s.name == "mma_sync")
+
+
+def test_kmeans_assign_at_a_million_points_is_tensor_core_bound():
+    shapes = {"B": 1, "N": 1 << 20, "K": 1024}  # D is specialized to 128
+    r = analyze(kmeans.assign_sm90a(), shapes)
+    flops = {q.name: q.value for q in r.flops}
+    assert flops["wgmma"] == 2 * (1 << 20) * 1024 * 128
+    assert 0 < flops["fp32"] < 0.05 * flops["wgmma"]  # distances and the running argmin
+    assert r.bottleneck == "wgmma" and 0.3e-3 < r.predicted_seconds < 1e-3
+
+
+def test_kmeans_update_pays_for_its_atomics():
+    r = analyze(kmeans.update(), {"B": 1, "N": 1 << 20, "K": 1024})
+    atomic = next(s for s in r.stages if s.name == "atomic")
+    assert "warp-aggregated" in atomic.detail and atomic.seconds > 0
 
 
 def test_calibration_constants_drive_the_prediction(gemm, gemm_report):
