@@ -12,7 +12,7 @@ one cannot express a value, its generic `{ ... }` block is printed on one line.
 from google.protobuf.descriptor import FieldDescriptor
 
 from compiler.ir import enums, paths
-from compiler.ir.text_compact import VALUE_FORMS
+from compiler.ir.text_compact import OP, VALUE_FORMS
 from compiler.ir.text_literals import format_float, is_symbol, quote, quote_bytes
 from compiler.ir.text_schema import (
     BLOCK,
@@ -37,6 +37,20 @@ def print_kernel(kernel):
     head = "%s %s " % (paths.ROOT, name_token(kernel.name))
     printer.layout(head, printer.items(kernel, ("name",)), "", lines)
     return "\n".join(lines) + "\n"
+
+
+def print_node(node):
+    """One node as text, e.g. for a diagnostic: a compact-form value as that value
+    (`sA@(kt % 4)`, `N % 64 == 0`), an Op as its item (`tma_load { ... }`), any other
+    message as its block (`{ ... }`)."""
+    printer = _Printer()
+    full_name = node.DESCRIPTOR.full_name
+    if full_name in VALUE_FORMS:
+        return printer.value(node)
+    head, items = printer.op_item(node) if full_name == OP.full_name else ("", printer.items(node))
+    lines = []
+    printer.layout(head, items, "", lines)
+    return "\n".join(lines)
 
 
 def name_token(name):

@@ -7,9 +7,9 @@ A field's kind decides its syntax:
     BLOCK    `name { ... }` (a singular message)
     ENTRIES  `keyword { ... }` per element of a repeated message, `keyword NAME { ... }`
              when the element type has a string `name` (`param A { ... }`)
-    OPS      a repeated Op: one `member { ... }` item per op. In a message with a single
-             op list whose field names no op is called, the ops stand directly in the
-             message's block (after its other fields); otherwise they are wrapped: `name { ... }`.
+    OPS      a repeated Op: one `member { ... }` item per op. When a message has one op list
+             and no field named like an op, its ops stand directly in its block, after
+             its other fields (Role, Loop); otherwise the list is wrapped: `name { ... }`.
 Nothing here names an IR message or field: new fields and ops need no change.
 """
 
@@ -21,6 +21,9 @@ from compiler.ir.text_compact import HEADER_FORMS, OP, VALUE_FORMS
 SCALAR, SCALARS, VALUE, VALUES, BLOCK, ENTRIES, OPS = (
     "scalar", "scalars", "value", "values", "block", "entries", "ops"
 )
+
+# An op item is `member { ... }`: the member names of Op's oneofs are the op keywords.
+OP_KEYWORDS = frozenset(f.name for f in OP.fields if f.message_type and real_oneof(f))
 
 
 class FieldSyntax:
@@ -36,7 +39,8 @@ class FieldSyntax:
         self.named = named
         self.oneof = oneof
         # The header form of this field's message type, if it has one (Loop).
-        self.header = HEADER_FORMS.get(field.message_type.full_name) if field.message_type else None
+        message = field.message_type
+        self.header = HEADER_FORMS.get(message.full_name) if message is not None else None
 
 
 class MessageSyntax:
@@ -45,11 +49,9 @@ class MessageSyntax:
     def __init__(self, descriptor):
         self.name = descriptor.name
         kinds = {f.name: _kind(f) for f in descriptor.fields}
-        op_fields = [f for f in descriptor.fields if kinds[f.name] == OPS]
-        names = set(kinds)
-        members = OP_KEYWORDS
-        direct = op_fields[0] if len(op_fields) == 1 and not names & members else None
-        taken = names | (members if direct else set())
+        op_lists = [name for name, kind in kinds.items() if kind == OPS]
+        direct = op_lists[0] if len(op_lists) == 1 and not OP_KEYWORDS & set(kinds) else None
+        taken = set(kinds) | (OP_KEYWORDS if direct else set())
         fields = []
         for field in descriptor.fields:
             kind = kinds[field.name]
@@ -62,14 +64,13 @@ class MessageSyntax:
             named = kind == ENTRIES and _has_name(field.message_type)
             oneof = real_oneof(field)
             fields.append(FieldSyntax(field, kind, keyword, named, oneof and oneof.name))
-        # The direct op list prints last so a body reads after the settings it runs under.
-        self.fields = [f for f in fields if f.field is not direct] + [
-            f for f in fields if f.field is direct
-        ]
-        self.by_keyword = {f.keyword: f for f in fields if f.field is not direct}
-        self.ops = next((f for f in fields if f.field is direct), None)
-        # The op keywords that may start an item of this block (empty without a direct op list).
-        self.op_keywords = members if direct else frozenset()
+        others = [f for f in fields if f.name != direct]
+        # The direct op list prints last, so a body reads after the settings it runs under.
+        self.ops = next((f for f in fields if f.name == direct), None)
+        self.fields = others + ([self.ops] if self.ops else [])
+        self.by_keyword = {f.keyword: f for f in others}
+        # The op keywords that may start an item of this block (none without a direct op list).
+        self.op_keywords = OP_KEYWORDS if direct else frozenset()
 
 
 @functools.lru_cache(maxsize=None)
@@ -87,10 +88,6 @@ def _kind(field):
     if not field.is_repeated:
         return BLOCK
     return OPS if message.full_name == OP.full_name else ENTRIES
-
-
-# An op item is `member { ... }`: the member names of Op's oneofs are the op keywords.
-OP_KEYWORDS = frozenset(f.name for f in OP.fields if f.message_type and real_oneof(f))
 
 
 def _singular(name):
