@@ -103,12 +103,12 @@ def gemm_sm80(bm=128, bn=128, bk=32, stages=3, warps_m=2, warps_n=4, name="gemm_
 
 
 def gemm_sm100a(bm=128, bn=256, bk=64, stages=4, epilogue_cols=32, name="gemm_bf16_sm100a"):
-    """TMA ring + tcgen05.mma into tensor memory; one warpgroup drains the accumulator.
+    """TMA ring + tcgen05.mma into tensor memory, drained by the warpgroup that issues the MMAs.
 
-    Roles: `epilogue` (warpgroup 0, so warp w reads TMEM lanes 32 (w % 4) ..), `load`
-    (one warp, one elected thread issues TMA) and `mma` (one warp, one elected thread
-    issues tcgen05.mma and commits each slot's release to the `empty` barrier, then
-    the finished accumulator to `done`).
+    Roles: `mma` (warpgroup 0, so warp w reads TMEM lanes 32 (w % 4) ..; one elected
+    thread issues every tcgen05.mma and commits each slot's release to `empty`, then
+    the finished accumulator to `done`; all 128 threads then drain it) and `load`
+    (one warp, one elected thread issues TMA).
     """
     assert bm == 128, "one tcgen05.mma (cta_group::1) covers 128 rows: TMEM lane r holds row r"
     assert bn % epilogue_cols == 0 and epilogue_cols % 8 == 0
@@ -118,14 +118,22 @@ def gemm_sm100a(bm=128, bn=256, bk=64, stages=4, epilogue_cols=32, name="gemm_bf
     sa = k.shared("sA", "bf16", [bm, bk], stages=stages, swizzle="128b")
     sb = k.shared("sB", "bf16", [bn, bk], stages=stages, swizzle="128b")
     tacc = k.tensor_memory("tacc", "f32", [bm, bn], owner="mma")
-    out = k.registers("out", "f32", [bm, epilogue_cols], layout="row_per_thread", owner="epilogue")
+    out = k.registers("out", "f32", [bm, epilogue_cols], layout="row_per_thread", owner="mma")
     full = k.mbarrier("full", arrivals=1, count=stages, tx_bytes=(bm + bn) * bk * 2)
     empty = k.mbarrier("empty", arrivals=1, count=stages)
     done = k.mbarrier("done", arrivals=1)
+    rejoin = k.named_barrier("rejoin", threads=128)
     k.pipeline("ring", stages, full, empty, [sa, sb], producer="load", consumers=["mma"])
     by, bx = block.y, block.x
-    with k.role("epilogue", "consumer", warpgroups=1) as r:
+    with k.role("mma", "consumer", warpgroups=1) as r:
         r.block_sync()
+        with r.if_((r.warp == 0) & r.elected):
+            with r.loop("kt", 0, kk // bk) as kt:
+                r.wait(full.round(kt))
+                r.mma("tcgen05", sa[kt % stages], sb[kt % stages], tacc.all, accumulate=kt > 0)
+                r.mma_commit(empty.round(kt))
+            r.mma_commit(done[0])
+        r.named_sync(rejoin)  # the issuer rejoins its warp before the warp-collective tcgen05.ld
         r.wait(done[0], phase=0)
         with r.loop("j", 0, bn // epilogue_cols) as j:
             r.tmem_load(tacc.tile(window=[(0, bm), (j * epilogue_cols, epilogue_cols)]), out.all)
@@ -138,12 +146,4 @@ def gemm_sm100a(bm=128, bn=256, bk=64, stages=4, epilogue_cols=32, name="gemm_bf
                 r.expect_tx(full.round(kt), (bm + bn) * bk * 2)
                 r.tma_load(a[by * bm, kt * bk], sa[kt % stages], full.round(kt))
                 r.tma_load(b[bx * bn, kt * bk], sb[kt % stages], full.round(kt))
-    with k.role("mma", "consumer", warps=1) as r:
-        r.block_sync()
-        with r.if_(r.elected):
-            with r.loop("kt", 0, kk // bk) as kt:
-                r.wait(full.round(kt))
-                r.mma("tcgen05", sa[kt % stages], sb[kt % stages], tacc.all, accumulate=kt > 0)
-                r.mma_commit(empty.round(kt))
-            r.mma_commit(done[0])
     return k.build()

@@ -53,7 +53,7 @@ def test_sm100a_drains_tensor_memory_in_epilogue_column_chunks():
     assert tacc.space == ir_pb2.MEMORY_SPACE_TENSOR and list(tacc.shape) == [128, 128]
     loads = [op.tmem_load for op in _ops(k) if op.HasField("tmem_load")]
     assert [w.size for w in loads[0].src.window] == [128, 64]
-    assert [r.name for r in k.roles] == ["epilogue", "load", "mma"] and k.roles[0].warpgroups == 1
+    assert [r.name for r in k.roles] == ["mma", "load"] and k.roles[0].warpgroups == 1
 
 
 def test_sm90a_consumers_own_64_rows_each():

@@ -7,7 +7,7 @@ transposed, St = S^T [V, K], as a wgmma accumulator: then every product the chun
 needs is a wgmma with shared operands, and the per-key-channel decay of S is a
 broadcast of one gate row over St's columns. Per chunk:
 
-1. G = cumsum(g) over tokens (Scan), staged in shared memory so rows broadcast.
+1. G = cumsum(g) over tokens (Scan into shared memory, so single rows broadcast).
 2. Gated operand tiles, rounded to bf16 in shared memory: kp = k e^(G-Gm),
    qp = s q e^(G-Gm), km = k e^(Gm-G) (Gm: row C/2 keeps both factors in fp32
    range), kbg = beta k e^G, qg = s q e^G, kd = k e^(G_last-G), vb = beta v.
@@ -76,10 +76,11 @@ def chunk_fwd_sm90a(head_k=64, head_v=64, stages=2, name="kda_chunk_fwd_sm90a"):
     sW = tile_k("sW")
     sU = kb.shared("sU", "bf16", [C, head_v], swizzle=sw_v)
     sS = kb.shared("sS", "bf16", [head_v, head_k], swizzle=sw_k)  # St, the S operand
-    G, X, Y = acc("G", head_k), acc("X", head_k), acc("Y", head_k)
-    Yv = acc("Yv", head_v)
-    A, P, Tm, mask = acc("A", C), acc("P", C), acc("Tm", C), acc("mask", C)
-    W, U, O, St = acc("W", head_k), acc("U", head_v), acc("O", head_v), acc("St", head_k)
+    # Fragments are reused once their value is dead (the verifier counts every declared
+    # fragment as live): X holds exponentials, Y the gated tiles then W, acc1 beta v, A,
+    # the causal mask, T and O; acc2 P then U; St the state throughout.
+    X, Y, St = acc("X", head_k), acc("Y", head_k), acc("St", head_k)
+    acc1, acc2 = acc("acc1", C), acc("acc2", C)
     beta_r = kb.registers("beta_r", "f32", [64], layout="wgmma_rows", owner="mma")
     chunk_bytes = C * head_k * 2 * 2 + C * head_v * 2 + C * head_k * 4
     full = kb.mbarrier("full", arrivals=1, count=stages, tx_bytes=chunk_bytes)
@@ -122,54 +123,53 @@ def chunk_fwd_sm90a(head_k=64, head_v=64, stages=2, name="kda_chunk_fwd_sm90a"):
             s = c % stages
             r.wait(full.round(c))
             r.copy(beta[b, h, c * C], beta_r.all)
-            r.scan(sg[s], G.all, 0, "warpgroup")
-            r.copy(G.all, sG.all)
+            r.scan(sg[s], sG.all, 0, "warpgroup")
             r.named_sync(wg)
             # 2. gated operand tiles
-            r.ew("sub", X.all, G.all, row(C // 2))
+            r.ew("sub", X.all, sG.all, row(C // 2))
             r.ew("exp", X.all, X.all)
             gated(skp, sk[s], X.all)
             gated(sqp, sq[s], X.all, scale)
-            r.ew("sub", X.all, row(C // 2), G.all)
+            r.ew("sub", X.all, row(C // 2), sG.all)
             r.ew("exp", X.all, X.all)
             gated(skm, sk[s], X.all)
-            r.ew("exp", X.all, G.all)
+            r.ew("exp", X.all, sG.all)
             gated(skbg, sk[s], X.all, beta_r.all)
             gated(sqg, sq[s], X.all, scale)
-            r.ew("sub", X.all, row(C - 1), G.all)
+            r.ew("sub", X.all, row(C - 1), sG.all)
             r.ew("exp", X.all, X.all)
             gated(skd, sk[s], X.all)
-            gated(svb, sv[s], beta_r.all, work=Yv)
+            gated(svb, sv[s], beta_r.all, work=acc1)
             r.arrive(empty.round(c))
             publish()
-            # 3. A, P, T
-            r.mma("wgmma", skp.all, skm.all, A.all, accumulate=0)
-            r.mma("wgmma", sqp.all, skm.all, P.all, accumulate=0)
+            # 3. A (acc1), P (acc2), T (acc1)
+            r.mma("wgmma", skp.all, skm.all, acc1.all, accumulate=0)
+            r.mma("wgmma", sqp.all, skm.all, acc2.all, accumulate=0)
             r.mma_wait(0)
-            r.ew("mul", A.all, A.all, beta_r.all)
-            r.copy(A.all, sA.all)
-            r.ew("le", mask.all, coord(1), coord(0))
-            r.ew("mul", P.all, P.all, mask.all)
-            r.copy(P.all, sP.all)
+            r.ew("mul", acc1.all, acc1.all, beta_r.all)
+            r.copy(acc1.all, sA.all)
+            r.ew("le", acc1.all, coord(1), coord(0))
+            r.ew("mul", acc2.all, acc2.all, acc1.all)
+            r.copy(acc2.all, sP.all)
             r.named_sync(wg)
-            r.tri_solve(sA.all, Tm.all, lower=True, unit_diagonal=True)
-            r.copy(Tm.all, sT.all)
+            r.tri_solve(sA.all, acc1.all, lower=True, unit_diagonal=True)
+            r.copy(acc1.all, sT.all)
             publish()
-            # 4. W, U, O
-            r.mma("wgmma", sT.all, skbg.all, W.all, accumulate=0, b_major="mn")
-            r.mma("wgmma", sT.all, svb.all, U.all, accumulate=0, b_major="mn")
+            # 4. W (Y), U (acc2), O (acc1)
+            r.mma("wgmma", sT.all, skbg.all, Y.all, accumulate=0, b_major="mn")
+            r.mma("wgmma", sT.all, svb.all, acc2.all, accumulate=0, b_major="mn")
             r.mma_wait(0)
-            r.ew("neg", W.all, W.all)
-            r.copy(W.all, sW.all)
+            r.ew("neg", Y.all, Y.all)
+            r.copy(Y.all, sW.all)
             publish()
-            r.mma("wgmma", sW.all, sS.all, U.all, accumulate=1)
+            r.mma("wgmma", sW.all, sS.all, acc2.all, accumulate=1)
             r.mma_wait(0)
-            r.copy(U.all, sU.all)
+            r.copy(acc2.all, sU.all)
             publish()
-            r.mma("wgmma", sqg.all, sS.all, O.all, accumulate=0)
-            r.mma("wgmma", sP.all, sU.all, O.all, accumulate=1, b_major="mn")
+            r.mma("wgmma", sqg.all, sS.all, acc1.all, accumulate=0)
+            r.mma("wgmma", sP.all, sU.all, acc1.all, accumulate=1, b_major="mn")
             r.mma_wait(0)
-            r.copy(O.all, o[b, h, c * C, 0])
+            r.copy(acc1.all, o[b, h, c * C, 0])
             # 5. state
             r.ew("exp", X.all, row(C - 1))
             r.ew("mul", St.all, St.all, X.all)

@@ -25,19 +25,19 @@ def test_chunk_products_scan_and_solve():
     k = chunk_fwd_sm90a()
     mmas = [(m.a.region, m.b.region, m.acc.region) for m in _ops(k, "mma")]
     assert mmas == [
-        ("skp", "skm", "A"),
-        ("sqp", "skm", "P"),
-        ("sT", "skbg", "W"),
-        ("sT", "svb", "U"),
-        ("sW", "sS", "U"),
-        ("sqg", "sS", "O"),
-        ("sP", "sU", "O"),
-        ("sU", "skd", "St"),
+        ("skp", "skm", "acc1"),  # A
+        ("sqp", "skm", "acc2"),  # P
+        ("sT", "skbg", "Y"),  # W
+        ("sT", "svb", "acc2"),  # U = T (beta v) ...
+        ("sW", "sS", "acc2"),  # ... - W S
+        ("sqg", "sS", "acc1"),  # O = qg S ...
+        ("sP", "sU", "acc1"),  # ... + P U
+        ("sU", "skd", "St"),  # St += U^T kd
     ]
     (solve,) = _ops(k, "tri_solve")
     assert solve.lower and solve.unit_diagonal and not solve.HasField("b")
     (scan,) = _ops(k, "scan")
-    assert scan.axis == 0 and not scan.exclusive
+    assert scan.axis == 0 and not scan.exclusive and scan.dst.region == "sG"
 
 
 def test_value_dim_other_than_64_is_refused():

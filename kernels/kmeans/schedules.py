@@ -6,8 +6,8 @@ c_sq[k] - 2 x.c (the squared distance less ||x||^2) and folds it into a running
 per-point arg-min, so only the labels reach global memory.
 - sm_90a: TMA ring + wgmma (kernels/gemm/scored.py), arg-min across each row's quad.
 - sm_80: cp.async ring + mma.sync, one warp per 16 points.
-- sm_100a: TMA ring + tcgen05.mma into a double-buffered TMEM accumulator; one
-  epilogue warpgroup holds a point per thread, so its arg-min needs no shuffles.
+- sm_100a: TMA ring + tcgen05.mma into two ping-pong TMEM accumulators, drained by a
+  warpgroup that holds a point per thread, so its arg-min needs no shuffles.
 The update is two small kernels: `update` scatters every point into its cluster's
 sums and count with warp-aggregated atomics; `finalize` divides, keeping the previous
 centroid of an empty cluster.
@@ -16,6 +16,7 @@ centroid of an empty cluster.
 import math
 
 from compiler.ir.builder import KernelBuilder, block
+from compiler.ir.expr import ceil_div
 from kernels.gemm.idioms import cp_async_ring, init_barriers, swizzle_for
 from kernels.gemm.scored import score_stream_sm90a
 
@@ -96,12 +97,17 @@ def assign_sm80(d=128, block_n=128, block_k=64, stages=3, dtype="bf16", name="km
 
 
 def assign_sm100a(d=128, block_k=128, stages=3, epilogue_cols=32, dtype="bf16", name="kmeans_assign_sm100a"):
-    """tcgen05 score tiles [128 points, block_k centroids] in TMEM, drained by a point-per-thread epilogue.
+    """tcgen05 score tiles [128 points, block_k centroids] in TMEM, ranked by a point-per-thread warpgroup.
 
-    The accumulator is double-buffered in TMEM (columns (t % 2) * block_k ..): the MMA
-    warp fills tile t + 1 while the epilogue ranks tile t. The centroid ring is released
-    by the MMA's commit, before the epilogue runs, so the epilogue reads c_sq from
-    global memory (four bytes per centroid, the same addresses in every thread).
+    One warpgroup owns the tensor-memory accumulators: an elected thread of its warp 0
+    issues the MMAs, and all 128 threads (thread t holds point t) drain them. Two
+    accumulators ping-pong (even tiles in tacc0, odd tiles in tacc1, so the loop walks
+    tile pairs): the next tile is issued before the current one is ranked, so the
+    tensor cores run while the threads rank. A named barrier after each issue lets the
+    issuing thread rejoin its warp before the warp-collective TMEM loads, and one after
+    each ranking guarantees the accumulator is drained before it is issued into again.
+    The centroid ring is released by the MMA's commit, before the ranking, so c_sq is
+    read from global memory (four bytes per centroid, the same addresses in every thread).
     """
     block_n = 128
     kb = KernelBuilder(name, target="sm_100a")
@@ -109,41 +115,58 @@ def assign_sm100a(d=128, block_k=128, stages=3, epilogue_cols=32, dtype="bf16", 
     swizzle = swizzle_for(d * 2)
     s_x = kb.shared("sX", dtype, [block_n, d], swizzle=swizzle)
     s_c = kb.shared("sC", dtype, [block_k, d], stages=stages, swizzle=swizzle)
-    tacc = kb.tensor_memory("tacc", "f32", [block_n, 2 * block_k], owner="mma")
-    score = kb.registers("score", "f32", [block_n, epilogue_cols], layout="row_per_thread", owner="epilogue")
-    csq = kb.registers("csq", "f32", [epilogue_cols], layout="per_thread", owner="epilogue")
-    best_v = kb.registers("best_v", "f32", [block_n], layout="row_per_thread", owner="epilogue")
-    best_i = kb.registers("best_i", "i32", [block_n], layout="row_per_thread", owner="epilogue")
+    taccs = [kb.tensor_memory("tacc%d" % i, "f32", [block_n, block_k], owner="mma") for i in (0, 1)]
+    score = kb.registers("score", "f32", [block_n, epilogue_cols], layout="row_per_thread", owner="mma")
+    csq = kb.registers("csq", "f32", [epilogue_cols], layout="per_thread", owner="mma")
+    best_v = kb.registers("best_v", "f32", [block_n], layout="row_per_thread", owner="mma")
+    best_i = kb.registers("best_i", "i32", [block_n], layout="row_per_thread", owner="mma")
     x_full = kb.mbarrier("x_full", arrivals=1, tx_bytes=block_n * d * 2)
     full = kb.mbarrier("full", arrivals=1, count=stages, tx_bytes=block_k * d * 2)
     empty = kb.mbarrier("empty", arrivals=1, count=stages)
-    acc_full = kb.mbarrier("acc_full", arrivals=1, count=2)
-    acc_empty = kb.mbarrier("acc_empty", arrivals=block_n, count=2)
+    acc_full = kb.mbarrier("acc_full", arrivals=1, count=2)  # [i]: tacc<i> holds a finished tile
+    wg = kb.named_barrier("wg", threads=block_n)
     kb.pipeline("ring", stages, full, empty, [s_c], producer="load", consumers=["mma"])
-    kb.pipeline("accum", 2, acc_full, acc_empty, [], producer="mma", consumers=["epilogue"])
     b, n0 = block.y, block.x * block_n
     n_tiles = kk // block_k
 
-    def acc_tile(t, width, col=None):
-        start = (t % 2) * block_k
-        return tacc.tile(window=[(0, block_n), (start if col is None else start + col, width)])
+    with kb.role("mma", "consumer", warpgroups=1) as r:
+        issuer = (r.warp == 0) & r.elected
 
-    with kb.role("epilogue", "consumer", warpgroups=1) as r:
-        r.block_sync()
-        r.fill(best_v.all, INF)
-        r.fill(best_i.all, 0)
-        with r.loop("t", 0, n_tiles) as t:
-            r.wait(acc_full.round(t))
-            with r.loop("j", 0, block_k // epilogue_cols) as j:
+        def issue(t, i):
+            r.wait(full.round(t))
+            r.mma("tcgen05", s_x.all, s_c[t % stages], taccs[i].all, accumulate=0)
+            r.mma_commit(empty.round(t))
+            r.mma_commit(acc_full[i])
+
+        def rank(t, i, pair):
+            r.named_sync(wg)  # the issuer rejoins its warp before the warp-collective tcgen05.ld
+            r.wait(acc_full[i], phase=pair % 2)
+            with r.loop("j%d" % i, 0, block_k // epilogue_cols) as j:
                 col = j * epilogue_cols
-                r.tmem_load(acc_tile(t, epilogue_cols, col), score.all)
+                r.tmem_load(taccs[i].tile(window=[(0, block_n), (col, epilogue_cols)]), score.all)
                 r.copy(c_sq[b, t * block_k + col], csq.all)
                 r.ew("fma", score.all, score.all, -2.0, csq.all)
                 r.arg_reduce("argmin", score.all, 1, t * block_k + col, best_v.all, best_i.all, "thread", accumulate=True)
-            r.arrive(acc_empty.round(t))
+            r.named_sync(wg)  # tacc<i> is drained by every thread before the next issue into it
+
+        r.block_sync()
+        r.fill(best_v.all, INF)
+        r.fill(best_i.all, 0)
+        with r.if_(issuer):
+            r.wait(x_full[0], phase=0)
+            issue(0, 0)
+        with r.loop("p", 0, ceil_div(n_tiles, 2)) as p:
+            even, odd = 2 * p, 2 * p + 1
+            with r.if_(issuer & (odd < n_tiles)):
+                issue(odd, 1)
+            rank(even, 0, p)
+            with r.if_(odd < n_tiles):
+                with r.if_(issuer & (2 * p + 2 < n_tiles)):
+                    issue(2 * p + 2, 0)
+                rank(odd, 1, p)
         r.copy(best_i.all, labels[b, n0])
     with kb.role("load", "producer", warps=1) as r:
-        init_barriers(r, x_full, full, empty, acc_full, acc_empty)
+        init_barriers(r, x_full, full, empty, acc_full)
         with r.if_(r.elected):
             r.expect_tx(x_full[0], block_n * d * 2)
             r.tma_load(x[b, n0, 0], s_x.all, x_full[0])
@@ -151,16 +174,6 @@ def assign_sm100a(d=128, block_k=128, stages=3, epilogue_cols=32, dtype="bf16", 
                 r.wait(empty.round(t))
                 r.expect_tx(full.round(t), block_k * d * 2)
                 r.tma_load(c[b, t * block_k, 0], s_c[t % stages], full.round(t))
-    with kb.role("mma", "consumer", warps=1) as r:
-        r.block_sync()
-        with r.if_(r.elected):
-            r.wait(x_full[0], phase=0)
-            with r.loop("t", 0, n_tiles) as t:
-                r.wait(full.round(t))
-                r.wait(acc_empty.round(t))
-                r.mma("tcgen05", s_x.all, s_c[t % stages], acc_tile(t, block_k), accumulate=0)
-                r.mma_commit(empty.round(t))
-                r.mma_commit(acc_full.round(t))
     return kb.build()
 
 

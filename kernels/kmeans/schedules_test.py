@@ -26,12 +26,12 @@ def _region(kernel, name):
 )
 def test_assign_folds_every_tile_into_a_running_argmin(build, kwargs, scope):
     k = build(**kwargs)
-    (arg,) = _ops(k, "arg_reduce")
-    assert arg.op == ir_pb2.ARG_REDUCE_OP_ARGMIN and arg.accumulate and arg.scope == scope and arg.axis == 1
+    for arg in _ops(k, "arg_reduce"):  # one per accumulator on sm_100a
+        assert arg.op == ir_pb2.ARG_REDUCE_OP_ARGMIN and arg.accumulate and arg.scope == scope and arg.axis == 1
     assert next(s for s in k.contract.symbols if s.name == "D").value == kwargs["d"]
     assert {p.name: p.access for p in k.params}["labels"] == ir_pb2.ACCESS_WRITE
-    (fma,) = [e for e in _ops(k, "elementwise") if e.op == ir_pb2.ELEMENTWISE_OP_FMA]
-    assert fma.srcs[1].imm == -2.0  # c_sq - 2 x.c
+    fmas = [e for e in _ops(k, "elementwise") if e.op == ir_pb2.ELEMENTWISE_OP_FMA]
+    assert fmas and all(f.srcs[1].imm == -2.0 for f in fmas)  # c_sq - 2 x.c
 
 
 def test_sm90a_streams_centroids_and_norms_through_one_ring():
@@ -42,10 +42,12 @@ def test_sm90a_streams_centroids_and_norms_through_one_ring():
     assert list(_region(k, "best_i").shape) == [64] and _region(k, "best_i").dtype == ir_pb2.DTYPE_I32
 
 
-def test_sm100a_double_buffers_the_accumulator_in_tensor_memory():
+def test_sm100a_ping_pongs_two_tensor_memory_accumulators():
     k = schedules.assign_sm100a(block_k=128)
-    assert list(_region(k, "tacc").shape) == [128, 256]
-    assert [p.name for p in k.pipelines] == ["ring", "accum"] and k.pipelines[1].stages == 2
+    assert [list(_region(k, n).shape) for n in ("tacc0", "tacc1")] == [[128, 128], [128, 128]]
+    assert [m.acc.region for m in _ops(k, "mma")] == ["tacc0", "tacc1", "tacc0"]  # tile 0, then odd / even per pair
+    assert [w.size for w in _ops(k, "tmem_load")[0].src.window] == [128, 32]
+    assert {n.barrier for n in _ops(k, "named_barrier_sync")} == {"wg"}
 
 
 def test_update_scatters_points_and_counts_with_warp_aggregated_atomics():

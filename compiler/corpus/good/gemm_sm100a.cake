@@ -40,16 +40,11 @@ kernel gemm_bf16_sm100a {
   region sA { space: shared  dtype: bf16  shape: [128, 64]  stages: 4  swizzle: 128b }
   region sB { space: shared  dtype: bf16  shape: [256, 64]  stages: 4  swizzle: 128b }
   region tacc { space: tensor  dtype: f32  shape: [128, 256]  owner: "mma" }
-  region out {
-    space: register
-    dtype: f32
-    shape: [128, 32]
-    layout: row_per_thread
-    owner: "epilogue"
-  }
+  region out { space: register  dtype: f32  shape: [128, 32]  layout: row_per_thread  owner: "mma" }
   barrier full { kind: mbarrier  count: 4  arrivals: 1  tx_bytes: 49152 }
   barrier empty { kind: mbarrier  count: 4  arrivals: 1 }
   barrier done { kind: mbarrier  count: 1  arrivals: 1 }
+  barrier rejoin { kind: named  count: 1  arrivals: 128 }
   pipeline ring {
     stages: 4
     full: "full"
@@ -58,10 +53,22 @@ kernel gemm_bf16_sm100a {
     producer: "load"
     consumers: ["mma"]
   }
-  role epilogue {
+  role mma {
     kind: consumer
     warpgroups: 1
     block_sync {}
+    branch {
+      cond: warp == 0 && elected
+      then_body {
+        loop kt in 0 .. K / 64 {
+          mbarrier_wait { barrier: full@round(kt) }
+          mma { kind: tcgen05  a: sA@(kt % 4)  b: sB@(kt % 4)  acc: tacc  accumulate: kt > 0 }
+          mma_commit { barrier: empty@round(kt) }
+        }
+        mma_commit { barrier: done[0] }
+      }
+    }
+    named_barrier_sync { barrier: "rejoin" }
     mbarrier_wait { barrier: done[0]  phase: 0 }
     loop j in 0 .. 8 {
       tmem_load { src: tacc[0 +: 128, j * 32 +: 32]  dst: out }
@@ -90,22 +97,6 @@ kernel gemm_bf16_sm100a {
           tma_load { src: A[block.y * 128, kt * 64]  dst: sA@(kt % 4)  barrier: full@round(kt) }
           tma_load { src: B[block.x * 256, kt * 64]  dst: sB@(kt % 4)  barrier: full@round(kt) }
         }
-      }
-    }
-  }
-  role mma {
-    kind: consumer
-    warps: 1
-    block_sync {}
-    branch {
-      cond: elected
-      then_body {
-        loop kt in 0 .. K / 64 {
-          mbarrier_wait { barrier: full@round(kt) }
-          mma { kind: tcgen05  a: sA@(kt % 4)  b: sB@(kt % 4)  acc: tacc  accumulate: kt > 0 }
-          mma_commit { barrier: empty@round(kt) }
-        }
-        mma_commit { barrier: done[0] }
       }
     }
   }

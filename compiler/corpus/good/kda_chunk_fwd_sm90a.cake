@@ -79,18 +79,11 @@ kernel kda_chunk_fwd_sm90a {
   region sW { space: shared  dtype: bf16  shape: [64, 64]  stages: 1  swizzle: 128b }
   region sU { space: shared  dtype: bf16  shape: [64, 64]  stages: 1  swizzle: 128b }
   region sS { space: shared  dtype: bf16  shape: [64, 64]  stages: 1  swizzle: 128b }
-  region G { space: register  dtype: f32  shape: [64, 64]  layout: wgmma_acc  owner: "mma" }
   region X { space: register  dtype: f32  shape: [64, 64]  layout: wgmma_acc  owner: "mma" }
   region Y { space: register  dtype: f32  shape: [64, 64]  layout: wgmma_acc  owner: "mma" }
-  region Yv { space: register  dtype: f32  shape: [64, 64]  layout: wgmma_acc  owner: "mma" }
-  region A { space: register  dtype: f32  shape: [64, 64]  layout: wgmma_acc  owner: "mma" }
-  region P { space: register  dtype: f32  shape: [64, 64]  layout: wgmma_acc  owner: "mma" }
-  region Tm { space: register  dtype: f32  shape: [64, 64]  layout: wgmma_acc  owner: "mma" }
-  region mask { space: register  dtype: f32  shape: [64, 64]  layout: wgmma_acc  owner: "mma" }
-  region W { space: register  dtype: f32  shape: [64, 64]  layout: wgmma_acc  owner: "mma" }
-  region U { space: register  dtype: f32  shape: [64, 64]  layout: wgmma_acc  owner: "mma" }
-  region O { space: register  dtype: f32  shape: [64, 64]  layout: wgmma_acc  owner: "mma" }
   region St { space: register  dtype: f32  shape: [64, 64]  layout: wgmma_acc  owner: "mma" }
+  region acc1 { space: register  dtype: f32  shape: [64, 64]  layout: wgmma_acc  owner: "mma" }
+  region acc2 { space: register  dtype: f32  shape: [64, 64]  layout: wgmma_acc  owner: "mma" }
   region beta_r { space: register  dtype: f32  shape: [64]  layout: wgmma_rows  owner: "mma" }
   barrier full { kind: mbarrier  count: 2  arrivals: 1  tx_bytes: 40960 }
   barrier empty { kind: mbarrier  count: 2  arrivals: 128 }
@@ -140,65 +133,64 @@ kernel kda_chunk_fwd_sm90a {
     loop c in 0 .. T / 64 {
       mbarrier_wait { barrier: full@round(c) }
       copy { src_global: beta[block.y, block.x, c * 64]  dst_tile: beta_r }
-      scan { src: sg@(c % 2)  dst: G  scope: warpgroup }
-      copy { src_tile: G  dst_tile: sG }
+      scan { src: sg@(c % 2)  dst: sG  scope: warpgroup }
       named_barrier_sync { barrier: "wg" }
-      elementwise { op: sub  dst: X  srcs: [G, sG[32 +: 1, 0 +: 64]] }
+      elementwise { op: sub  dst: X  srcs: [sG, sG[32 +: 1, 0 +: 64]] }
       elementwise { op: exp  dst: X  srcs: [X] }
       elementwise { op: mul  dst: Y  srcs: [sk@(c % 2), X] }
       copy { src_tile: Y  dst_tile: skp }
       elementwise { op: mul  dst: Y  srcs: [sq@(c % 2), X] }
       elementwise { op: mul  dst: Y  srcs: [Y, 0.125] }
       copy { src_tile: Y  dst_tile: sqp }
-      elementwise { op: sub  dst: X  srcs: [sG[32 +: 1, 0 +: 64], G] }
+      elementwise { op: sub  dst: X  srcs: [sG[32 +: 1, 0 +: 64], sG] }
       elementwise { op: exp  dst: X  srcs: [X] }
       elementwise { op: mul  dst: Y  srcs: [sk@(c % 2), X] }
       copy { src_tile: Y  dst_tile: skm }
-      elementwise { op: exp  dst: X  srcs: [G] }
+      elementwise { op: exp  dst: X  srcs: [sG] }
       elementwise { op: mul  dst: Y  srcs: [sk@(c % 2), X] }
       elementwise { op: mul  dst: Y  srcs: [Y, beta_r] }
       copy { src_tile: Y  dst_tile: skbg }
       elementwise { op: mul  dst: Y  srcs: [sq@(c % 2), X] }
       elementwise { op: mul  dst: Y  srcs: [Y, 0.125] }
       copy { src_tile: Y  dst_tile: sqg }
-      elementwise { op: sub  dst: X  srcs: [sG[63 +: 1, 0 +: 64], G] }
+      elementwise { op: sub  dst: X  srcs: [sG[63 +: 1, 0 +: 64], sG] }
       elementwise { op: exp  dst: X  srcs: [X] }
       elementwise { op: mul  dst: Y  srcs: [sk@(c % 2), X] }
       copy { src_tile: Y  dst_tile: skd }
-      elementwise { op: mul  dst: Yv  srcs: [sv@(c % 2), beta_r] }
-      copy { src_tile: Yv  dst_tile: svb }
+      elementwise { op: mul  dst: acc1  srcs: [sv@(c % 2), beta_r] }
+      copy { src_tile: acc1  dst_tile: svb }
       mbarrier_arrive { barrier: empty@round(c) }
       fence { kind: proxy_async }
       named_barrier_sync { barrier: "wg" }
-      mma { kind: wgmma  a: skp  b: skm  acc: A  accumulate: 0 }
-      mma { kind: wgmma  a: sqp  b: skm  acc: P  accumulate: 0 }
+      mma { kind: wgmma  a: skp  b: skm  acc: acc1  accumulate: 0 }
+      mma { kind: wgmma  a: sqp  b: skm  acc: acc2  accumulate: 0 }
       mma_wait {}
-      elementwise { op: mul  dst: A  srcs: [A, beta_r] }
-      copy { src_tile: A  dst_tile: sA }
-      elementwise { op: le  dst: mask  srcs: [coord(1), coord(0)] }
-      elementwise { op: mul  dst: P  srcs: [P, mask] }
-      copy { src_tile: P  dst_tile: sP }
+      elementwise { op: mul  dst: acc1  srcs: [acc1, beta_r] }
+      copy { src_tile: acc1  dst_tile: sA }
+      elementwise { op: le  dst: acc1  srcs: [coord(1), coord(0)] }
+      elementwise { op: mul  dst: acc2  srcs: [acc2, acc1] }
+      copy { src_tile: acc2  dst_tile: sP }
       named_barrier_sync { barrier: "wg" }
-      tri_solve { a: sA  x: Tm  lower: true  unit_diagonal: true }
-      copy { src_tile: Tm  dst_tile: sT }
+      tri_solve { a: sA  x: acc1  lower: true  unit_diagonal: true }
+      copy { src_tile: acc1  dst_tile: sT }
       fence { kind: proxy_async }
       named_barrier_sync { barrier: "wg" }
-      mma { kind: wgmma  a: sT  b: skbg  acc: W  b_major: mn  accumulate: 0 }
-      mma { kind: wgmma  a: sT  b: svb  acc: U  b_major: mn  accumulate: 0 }
+      mma { kind: wgmma  a: sT  b: skbg  acc: Y  b_major: mn  accumulate: 0 }
+      mma { kind: wgmma  a: sT  b: svb  acc: acc2  b_major: mn  accumulate: 0 }
       mma_wait {}
-      elementwise { op: neg  dst: W  srcs: [W] }
-      copy { src_tile: W  dst_tile: sW }
+      elementwise { op: neg  dst: Y  srcs: [Y] }
+      copy { src_tile: Y  dst_tile: sW }
       fence { kind: proxy_async }
       named_barrier_sync { barrier: "wg" }
-      mma { kind: wgmma  a: sW  b: sS  acc: U  accumulate: 1 }
+      mma { kind: wgmma  a: sW  b: sS  acc: acc2  accumulate: 1 }
       mma_wait {}
-      copy { src_tile: U  dst_tile: sU }
+      copy { src_tile: acc2  dst_tile: sU }
       fence { kind: proxy_async }
       named_barrier_sync { barrier: "wg" }
-      mma { kind: wgmma  a: sqg  b: sS  acc: O  accumulate: 0 }
-      mma { kind: wgmma  a: sP  b: sU  acc: O  b_major: mn  accumulate: 1 }
+      mma { kind: wgmma  a: sqg  b: sS  acc: acc1  accumulate: 0 }
+      mma { kind: wgmma  a: sP  b: sU  acc: acc1  b_major: mn  accumulate: 1 }
       mma_wait {}
-      copy { src_tile: O  dst_global: o[block.y, block.x, c * 64, 0] }
+      copy { src_tile: acc1  dst_global: o[block.y, block.x, c * 64, 0] }
       elementwise { op: exp  dst: X  srcs: [sG[63 +: 1, 0 +: 64]] }
       elementwise { op: mul  dst: St  srcs: [St, X] }
       mma { kind: wgmma  a: sU  b: skd  acc: St  a_major: mn  b_major: mn  accumulate: 1 }

@@ -47,34 +47,23 @@ kernel kmeans_assign_sm100a {
   }
   region sX { space: shared  dtype: bf16  shape: [128, 128]  stages: 1  swizzle: 128b }
   region sC { space: shared  dtype: bf16  shape: [128, 128]  stages: 3  swizzle: 128b }
-  region tacc { space: tensor  dtype: f32  shape: [128, 256]  owner: "mma" }
+  region tacc0 { space: tensor  dtype: f32  shape: [128, 128]  owner: "mma" }
+  region tacc1 { space: tensor  dtype: f32  shape: [128, 128]  owner: "mma" }
   region score {
     space: register
     dtype: f32
     shape: [128, 32]
     layout: row_per_thread
-    owner: "epilogue"
+    owner: "mma"
   }
-  region csq { space: register  dtype: f32  shape: [32]  layout: per_thread  owner: "epilogue" }
-  region best_v {
-    space: register
-    dtype: f32
-    shape: [128]
-    layout: row_per_thread
-    owner: "epilogue"
-  }
-  region best_i {
-    space: register
-    dtype: i32
-    shape: [128]
-    layout: row_per_thread
-    owner: "epilogue"
-  }
+  region csq { space: register  dtype: f32  shape: [32]  layout: per_thread  owner: "mma" }
+  region best_v { space: register  dtype: f32  shape: [128]  layout: row_per_thread  owner: "mma" }
+  region best_i { space: register  dtype: i32  shape: [128]  layout: row_per_thread  owner: "mma" }
   barrier x_full { kind: mbarrier  count: 1  arrivals: 1  tx_bytes: 32768 }
   barrier full { kind: mbarrier  count: 3  arrivals: 1  tx_bytes: 32768 }
   barrier empty { kind: mbarrier  count: 3  arrivals: 1 }
   barrier acc_full { kind: mbarrier  count: 2  arrivals: 1 }
-  barrier acc_empty { kind: mbarrier  count: 2  arrivals: 128 }
+  barrier wg { kind: named  count: 1  arrivals: 128 }
   pipeline ring {
     stages: 3
     full: "full"
@@ -83,37 +72,82 @@ kernel kmeans_assign_sm100a {
     producer: "load"
     consumers: ["mma"]
   }
-  pipeline accum {
-    stages: 2
-    full: "acc_full"
-    empty: "acc_empty"
-    producer: "mma"
-    consumers: ["epilogue"]
-  }
-  role epilogue {
+  role mma {
     kind: consumer
     warpgroups: 1
     block_sync {}
     fill { dst: best_v  value: inf }
     fill { dst: best_i }
-    loop t in 0 .. K / 128 {
-      mbarrier_wait { barrier: acc_full@round(t) }
-      loop j in 0 .. 4 {
-        tmem_load { src: tacc[0 +: 128, t % 2 * 128 + j * 32 +: 32]  dst: score }
-        copy { src_global: c_sq[block.y, t * 128 + j * 32]  dst_tile: csq }
+    branch {
+      cond: warp == 0 && elected
+      then_body {
+        mbarrier_wait { barrier: x_full[0]  phase: 0 }
+        mbarrier_wait { barrier: full@round(0) }
+        mma { kind: tcgen05  a: sX  b: sC@0  acc: tacc0  accumulate: 0 }
+        mma_commit { barrier: empty@round(0) }
+        mma_commit { barrier: acc_full[0] }
+      }
+    }
+    loop p in 0 .. ceil_div(K / 128, 2) {
+      branch {
+        cond: warp == 0 && elected && 2 * p + 1 < K / 128
+        then_body {
+          mbarrier_wait { barrier: full@round(2 * p + 1) }
+          mma { kind: tcgen05  a: sX  b: sC@((2 * p + 1) % 3)  acc: tacc1  accumulate: 0 }
+          mma_commit { barrier: empty@round(2 * p + 1) }
+          mma_commit { barrier: acc_full[1] }
+        }
+      }
+      named_barrier_sync { barrier: "wg" }
+      mbarrier_wait { barrier: acc_full[0]  phase: p % 2 }
+      loop j0 in 0 .. 4 {
+        tmem_load { src: tacc0[0 +: 128, j0 * 32 +: 32]  dst: score }
+        copy { src_global: c_sq[block.y, 2 * p * 128 + j0 * 32]  dst_tile: csq }
         elementwise { op: fma  dst: score  srcs: [score, -2.0, csq] }
         arg_reduce {
           op: argmin
           src: score
           axis: 1
-          index_base: t * 128 + j * 32
+          index_base: 2 * p * 128 + j0 * 32
           values: best_v
           indices: best_i
           scope: thread
           accumulate: true
         }
       }
-      mbarrier_arrive { barrier: acc_empty@round(t) }
+      named_barrier_sync { barrier: "wg" }
+      branch {
+        cond: 2 * p + 1 < K / 128
+        then_body {
+          branch {
+            cond: warp == 0 && elected && 2 * p + 2 < K / 128
+            then_body {
+              mbarrier_wait { barrier: full@round(2 * p + 2) }
+              mma { kind: tcgen05  a: sX  b: sC@((2 * p + 2) % 3)  acc: tacc0  accumulate: 0 }
+              mma_commit { barrier: empty@round(2 * p + 2) }
+              mma_commit { barrier: acc_full[0] }
+            }
+          }
+          named_barrier_sync { barrier: "wg" }
+          mbarrier_wait { barrier: acc_full[1]  phase: p % 2 }
+          loop j1 in 0 .. 4 {
+            tmem_load { src: tacc1[0 +: 128, j1 * 32 +: 32]  dst: score }
+            copy { src_global: c_sq[block.y, (2 * p + 1) * 128 + j1 * 32]  dst_tile: csq }
+            elementwise { op: fma  dst: score  srcs: [score, -2.0, csq] }
+            arg_reduce {
+              op: argmin
+              src: score
+              axis: 1
+              index_base: (2 * p + 1) * 128 + j1 * 32
+              values: best_v
+              indices: best_i
+              scope: thread
+              accumulate: true
+            }
+          }
+          named_barrier_sync { barrier: "wg" }
+        }
+      }
     }
     copy { src_tile: best_i  dst_global: labels[block.y, block.x * 128] }
   }
@@ -127,7 +161,6 @@ kernel kmeans_assign_sm100a {
         mbarrier_init { barrier: "full" }
         mbarrier_init { barrier: "empty" }
         mbarrier_init { barrier: "acc_full" }
-        mbarrier_init { barrier: "acc_empty" }
         fence { kind: mbarrier_init }
       }
     }
@@ -141,30 +174,6 @@ kernel kmeans_assign_sm100a {
           mbarrier_wait { barrier: empty@round(t) }
           mbarrier_expect_tx { barrier: full@round(t)  bytes: 32768 }
           tma_load { src: c[block.y, t * 128, 0]  dst: sC@(t % 3)  barrier: full@round(t) }
-        }
-      }
-    }
-  }
-  role mma {
-    kind: consumer
-    warps: 1
-    block_sync {}
-    branch {
-      cond: elected
-      then_body {
-        mbarrier_wait { barrier: x_full[0]  phase: 0 }
-        loop t in 0 .. K / 128 {
-          mbarrier_wait { barrier: full@round(t) }
-          mbarrier_wait { barrier: acc_empty@round(t) }
-          mma {
-            kind: tcgen05
-            a: sX
-            b: sC@(t % 3)
-            acc: tacc[0 +: 128, t % 2 * 128 +: 128]
-            accumulate: 0
-          }
-          mma_commit { barrier: empty@round(t) }
-          mma_commit { barrier: acc_full@round(t) }
         }
       }
     }
