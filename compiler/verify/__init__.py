@@ -1,0 +1,61 @@
+"""The CAKE IR verifier: a registry of rules, diagnostics located at IR paths with fix hints.
+
+    from compiler.verify import verify, has_errors, format_diagnostic
+    diags = verify(kernel)                        # list of diagnostics_pb2.Diagnostic
+    diags = verify(parsed.kernel, parsed.source_map)  # with text locations
+    for d in diags:
+        print(format_diagnostic(d))
+
+`RULES` lists every registered rule (id, category, severity, doc, fix_hint,
+check); docs/verifier_rules.md documents them. Rules may also be given as data
+(`load_rules(path)`, `verify(kernel, extra_rules=...)`; see declarative.py).
+The verifier never raises on a Kernel proto: a rule that fails becomes a
+CAKE-INTERNAL-001 diagnostic.
+"""
+
+from cake.compiler.v1 import diagnostics_pb2
+
+from compiler.verify import registry, report
+from compiler.verify.context import Context
+
+# Rule families, in the order they run (static rules of all families, then the protocol model's rules).
+from compiler.verify import (  # noqa: F401  (importing registers the rules)
+    structure,
+    operands,
+    contract,
+    resources,
+    registers,
+    target_caps,
+    tma,
+    sync_protocol,
+    pipeline_race,
+    dataflow,
+    proxy_fence,
+)
+from compiler.verify.declarative import load_rules  # noqa: E402
+
+RULES = registry.RULES
+format_diagnostic = report.format_diagnostic
+
+__all__ = ["RULES", "verify", "has_errors", "format_diagnostic", "load_rules"]
+
+
+def verify(kernel, source_map=None, extra_rules=()):
+    """Diagnostics for `kernel` (an ir_pb2.Kernel), sorted by IR path order then id.
+
+    `source_map` (text_parse's, with lookup(path) -> (line, column)) locates them
+    in the text; `extra_rules` adds rules such as those `load_rules` returns.
+    """
+    try:
+        ctx = Context(kernel, source_map)
+    except Exception:  # an unforeseen proto shape must not reach the user as a traceback
+        ctx = Context.__new__(Context)
+        ctx.kernel, ctx.source_map = kernel, source_map
+        return [registry.internal_error(ctx, "context")]
+    diags = registry.run(ctx, list(RULES) + list(extra_rules))
+    return sorted(diags, key=report.sort_key)
+
+
+def has_errors(diags):
+    """True when any diagnostic is an error."""
+    return any(d.severity == diagnostics_pb2.SEVERITY_ERROR for d in diags)

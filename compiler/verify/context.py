@@ -1,0 +1,222 @@
+"""What every rule reads: the kernel indexed once per verification.
+
+`Context` resolves names (first declaration wins; duplicates are the structure
+rules' business), lays roles out over warps, and flattens every role body into
+`OpSite`s that carry their IR path, enclosing branch conditions and loop
+variables. Expensive analyses (thread classes, symbol bindings, the protocol
+model) are computed on first use and shared by the rules that need them.
+"""
+
+import functools
+
+from cake.ir.v1 import ir_pb2
+
+from compiler import targets
+from compiler.ir import enums, paths
+from compiler.verify import exprs
+
+DTYPE_BYTES = {
+    ir_pb2.DTYPE_BF16: 2,
+    ir_pb2.DTYPE_F16: 2,
+    ir_pb2.DTYPE_F32: 4,
+    ir_pb2.DTYPE_F64: 8,
+    ir_pb2.DTYPE_FP8_E4M3: 1,
+    ir_pb2.DTYPE_I8: 1,
+    ir_pb2.DTYPE_I32: 4,
+    ir_pb2.DTYPE_I64: 8,
+    ir_pb2.DTYPE_U32: 4,
+}
+
+SWIZZLE_SPAN = {ir_pb2.SWIZZLE_32B: 32, ir_pb2.SWIZZLE_64B: 64, ir_pb2.SWIZZLE_128B: 128}
+
+# Bodies deeper than this are not walked (mutated IR can nest without bound; text caps it lower).
+MAX_NESTING = 64
+
+
+def short(enum_type, number):
+    """An enum value's short name ("bf16"), or its number when the enum does not define it."""
+    try:
+        return enums.short_name(enum_type.DESCRIPTOR, number)
+    except KeyError:
+        return str(number)
+
+
+class OpSite:
+    """One op of a role body, with where it is and what encloses it."""
+
+    __slots__ = ("path", "op", "kind", "msg", "role_index", "conds", "loop_vars", "parent_path")
+
+    def __init__(self, path, op, kind, msg, role_index, conds, loop_vars, parent_path):
+        self.path = path  # "kernel.roles[1].body[2].loop.body[0].mbarrier_wait"
+        self.op = op  # the ir_pb2.Op
+        self.kind = kind  # its oneof member name, None when unset
+        self.msg = msg  # the member message, None when unset
+        self.role_index = role_index
+        self.conds = conds  # ((cond Expr, taken arm is then), ...) outermost first
+        self.loop_vars = loop_vars  # names bound by enclosing loops (vars and counters)
+        self.parent_path = parent_path  # the Op node: "...body[0]"
+
+
+class RoleSpan:
+    """Where a role sits in the block: its first warp and size."""
+
+    __slots__ = ("first_warp", "warps")
+
+    def __init__(self, first_warp, warps):
+        self.first_warp = first_warp
+        self.warps = warps
+
+    @property
+    def threads(self):
+        return 32 * self.warps
+
+
+def _index(items):
+    table = {}
+    for i, item in enumerate(items):
+        table.setdefault(item.name, (i, item))
+    return table
+
+
+def role_warps(role):
+    """Warps of a role (0 when its size is unset or not positive)."""
+    size = role.WhichOneof("size")
+    if size == "warps":
+        return max(0, role.warps)
+    if size == "warpgroups":
+        return 4 * max(0, role.warpgroups)
+    return 0
+
+
+class Context:
+    """A kernel, indexed for the rules."""
+
+    def __init__(self, kernel, source_map=None):
+        self.kernel = kernel
+        self.source_map = source_map
+        self.target_name = short(ir_pb2.Target, kernel.target)
+        self.target = targets.TARGETS.get(self.target_name)
+        c = kernel.contract
+        self.symbols = _index(c.symbols)
+        self.params = _index(kernel.params)
+        self.regions = _index(kernel.regions)
+        self.barriers = _index(kernel.barriers)
+        self.pipelines = _index(kernel.pipelines)
+        self.roles = _index(kernel.roles)
+        self.spans = []
+        warp = 0
+        for role in kernel.roles:
+            if role.WhichOneof("size") == "warpgroups":
+                warp = (warp + 3) // 4 * 4
+            self.spans.append(RoleSpan(warp, role_warps(role)))
+            warp += role_warps(role)
+        self.block_threads = 32 * warp
+        self.ops = []
+        self.too_deep = []  # paths of bodies not walked (nested beyond MAX_NESTING)
+        for i, role in enumerate(kernel.roles):
+            self._walk(role.body, "kernel.roles[%d].body" % i, i, (), (), 0)
+        self.diagnostics = []  # filled by the registry as rules run; later rules may consult it
+
+    def _walk(self, body, prefix, role_index, conds, loop_vars, depth):
+        if depth > MAX_NESTING:
+            self.too_deep.append(prefix)
+            return
+        for j, op in enumerate(body):
+            node = "%s[%d]" % (prefix, j)
+            kind = op.WhichOneof("kind")
+            msg = getattr(op, kind) if kind else None
+            path = "%s.%s" % (node, kind) if kind else node
+            self.ops.append(OpSite(path, op, kind, msg, role_index, conds, loop_vars, node))
+            if kind == "loop":
+                bound = (msg.var, msg.counter) if msg.counter else (msg.var,)
+                self._walk(msg.body, path + ".body", role_index, conds, loop_vars + bound, depth + 1)
+            elif kind == "branch":
+                self._walk(msg.then_body, path + ".then_body", role_index, conds + ((msg.cond, True),), loop_vars, depth + 1)
+                self._walk(msg.else_body, path + ".else_body", role_index, conds + ((msg.cond, False),), loop_vars, depth + 1)
+
+    # -- lookups -------------------------------------------------------------
+
+    def region(self, name):
+        hit = self.regions.get(name)
+        return hit[1] if hit else None
+
+    def barrier(self, name):
+        hit = self.barriers.get(name)
+        return hit[1] if hit else None
+
+    def region_path(self, name):
+        hit = self.regions.get(name)
+        return "kernel.regions[%d]" % hit[0] if hit else None
+
+    def barrier_path(self, name):
+        hit = self.barriers.get(name)
+        return "kernel.barriers[%d]" % hit[0] if hit else None
+
+    def param_path(self, name):
+        hit = self.params.get(name)
+        return "kernel.params[%d]" % hit[0] if hit else None
+
+    def role_path(self, index):
+        return "kernel.roles[%d]" % index
+
+    def has(self, feature):
+        """True when the kernel's target has `feature` (False for an unknown target)."""
+        return self.target is not None and self.target.has(feature)
+
+    def sites(self, *kinds):
+        """The op sites of the given kinds, in walk order."""
+        return [s for s in self.ops if s.kind in kinds]
+
+    @functools.cached_property
+    def limits(self):
+        from compiler.verify import limits
+
+        return limits.for_target(self.target_name)
+
+    @functools.cached_property
+    def nodes(self):
+        """(path, message) of every message node of the kernel, in tree order (compiler.ir.paths.walk)."""
+        return list(paths.walk(self.kernel))
+
+    @functools.cached_property
+    def facts(self):
+        """Divisibility the contract guarantees (see exprs.divisibility_facts)."""
+        return exprs.divisibility_facts(self.kernel.contract)
+
+    @functools.cached_property
+    def pipeline_of_region(self):
+        out = {}
+        for p in self.kernel.pipelines:
+            for r in p.regions:
+                out.setdefault(r, p)
+        return out
+
+    @functools.cached_property
+    def release_barriers(self):
+        """Names of barriers that are some pipeline's `empty` (waits on them lag one phase)."""
+        return frozenset(p.empty for p in self.kernel.pipelines)
+
+    def has_errors(self, category=None, ids=()):
+        """Whether rules run so far reported an error (of `category`, or with one of `ids`)."""
+        from cake.compiler.v1 import diagnostics_pb2
+
+        for d in self.diagnostics:
+            if d.severity != diagnostics_pb2.SEVERITY_ERROR:
+                continue
+            if (category is None and not ids) or d.category == category or d.id in ids:
+                return True
+        return False
+
+
+def tile_shape(ref, region):
+    """The shape a TileRef covers: its window's sizes, else the region's tile shape."""
+    if ref.window:
+        return [w.size for w in ref.window]
+    return list(region.shape)
+
+
+def elements(shape):
+    n = 1
+    for d in shape:
+        n *= d
+    return n

@@ -1,0 +1,217 @@
+"""Integer expressions as the verifier needs them: compiled to closures, their names, divisibility.
+
+`compile_expr` turns an `ir_pb2.Expr` into a Python closure once, so the protocol
+model can evaluate loop bounds, conditions and rounds thousands of times cheaply.
+A closure raises `ExprError` (never anything else) when the expression is empty,
+has an unset operator, divides by zero or names an unbound symbol.
+
+`divisor` proves divisibility symbolically: the largest d known to divide an
+expression under the contract's `S % d == 0` constraints and specialized values.
+"""
+
+import math
+
+from cake.ir.v1 import ir_pb2
+
+OP = ir_pb2.BinaryOp
+
+# Builtins every role body sees (see the Expr comment in ir.proto).
+THREAD_BUILTINS = ("thread", "warp", "warpgroup", "lane", "elected")
+BLOCK_BUILTINS = ("block.x", "block.y", "block.z", "grid.x", "grid.y", "grid.z", "cluster.rank")
+BUILTINS = frozenset(THREAD_BUILTINS + BLOCK_BUILTINS)
+
+
+class ExprError(Exception):
+    """An expression has no value: empty, unset operator, division by zero, unbound symbol."""
+
+
+def _div(a, b):
+    if b == 0:
+        raise ExprError("division by zero")
+    return a // b
+
+
+def _mod(a, b):
+    if b == 0:
+        raise ExprError("modulo by zero")
+    return a % b
+
+
+def _ceil_div(a, b):
+    if b == 0:
+        raise ExprError("division by zero")
+    return -((-a) // b)
+
+
+_FN = {
+    OP.BINARY_OP_ADD: lambda a, b: a + b,
+    OP.BINARY_OP_SUB: lambda a, b: a - b,
+    OP.BINARY_OP_MUL: lambda a, b: a * b,
+    OP.BINARY_OP_DIV: _div,
+    OP.BINARY_OP_MOD: _mod,
+    OP.BINARY_OP_CEIL_DIV: _ceil_div,
+    OP.BINARY_OP_MIN: min,
+    OP.BINARY_OP_MAX: max,
+    OP.BINARY_OP_EQ: lambda a, b: int(a == b),
+    OP.BINARY_OP_NE: lambda a, b: int(a != b),
+    OP.BINARY_OP_LT: lambda a, b: int(a < b),
+    OP.BINARY_OP_LE: lambda a, b: int(a <= b),
+    OP.BINARY_OP_GT: lambda a, b: int(a > b),
+    OP.BINARY_OP_GE: lambda a, b: int(a >= b),
+    OP.BINARY_OP_AND: lambda a, b: int(bool(a) and bool(b)),
+    OP.BINARY_OP_OR: lambda a, b: int(bool(a) or bool(b)),
+}
+
+# Values beyond this magnitude are treated as undefined (they overflow every machine integer).
+_LIMIT = 1 << 63
+# Nesting beyond this is refused rather than recursed into (mutated IR can nest arbitrarily).
+MAX_DEPTH = 200
+
+
+def _fail(message):
+    def f(env):
+        raise ExprError(message)
+
+    return f
+
+
+def compile_expr(expr, depth=0):
+    """A closure env -> int for `expr`; it raises ExprError when the expression has no value."""
+    kind = expr.WhichOneof("kind")
+    if depth > MAX_DEPTH:
+        return _fail("expression nested too deeply")
+    if kind == "int":
+        value = expr.int
+        return lambda env: value
+    if kind == "sym":
+        name = expr.sym
+
+        def sym(env):
+            try:
+                return env[name]
+            except KeyError:
+                raise ExprError("unbound symbol %r" % name) from None
+
+        return sym
+    if kind == "binary":
+        fn = _FN.get(expr.binary.op)
+        if fn is None:
+            return _fail("unset binary operator")
+        lhs = compile_expr(expr.binary.lhs, depth + 1)
+        rhs = compile_expr(expr.binary.rhs, depth + 1)
+
+        def binary(env):
+            v = fn(lhs(env), rhs(env))
+            if -_LIMIT < v < _LIMIT:
+                return v
+            raise ExprError("value out of range")
+
+        return binary
+    return _fail("empty expression")
+
+
+def evaluate(expr, env):
+    """The value of `expr` under env; ExprError when it has none."""
+    return compile_expr(expr)(env)
+
+
+def names(expr, depth=0):
+    """The symbol names `expr` mentions."""
+    kind = expr.WhichOneof("kind")
+    if kind == "sym":
+        return {expr.sym}
+    if kind == "binary" and depth <= MAX_DEPTH:
+        return names(expr.binary.lhs, depth + 1) | names(expr.binary.rhs, depth + 1)
+    return set()
+
+
+def is_complete(expr, depth=0):
+    """True when every node of `expr` is set (no empty expression, no unset operator)."""
+    kind = expr.WhichOneof("kind")
+    if kind == "binary":
+        b = expr.binary
+        return (
+            depth <= MAX_DEPTH
+            and b.op in _FN
+            and is_complete(b.lhs, depth + 1)
+            and is_complete(b.rhs, depth + 1)
+        )
+    return kind is not None
+
+
+def constant(expr):
+    """The value of an expression without symbols, else None."""
+    try:
+        return compile_expr(expr)({})
+    except ExprError:
+        return None
+
+
+def conjuncts(expr, depth=0):
+    """The operands of a chain of logical ands (the expression itself when it is no and)."""
+    if expr.WhichOneof("kind") == "binary" and expr.binary.op == OP.BINARY_OP_AND and depth <= MAX_DEPTH:
+        return conjuncts(expr.binary.lhs, depth + 1) + conjuncts(expr.binary.rhs, depth + 1)
+    return [expr]
+
+
+def atoms(expr, depth=0):
+    """The leaves of an and/or tree: the comparisons and tests a condition combines."""
+    if (
+        expr.WhichOneof("kind") == "binary"
+        and expr.binary.op in (OP.BINARY_OP_AND, OP.BINARY_OP_OR)
+        and depth <= MAX_DEPTH
+    ):
+        return atoms(expr.binary.lhs, depth + 1) + atoms(expr.binary.rhs, depth + 1)
+    return [expr]
+
+
+def modulus_fact(expr):
+    """(symbol, d) when `expr` reads `S % d == 0` (either side), else None."""
+    if expr.WhichOneof("kind") != "binary" or expr.binary.op != OP.BINARY_OP_EQ:
+        return None
+    lhs, rhs = expr.binary.lhs, expr.binary.rhs
+    if constant(lhs) == 0:
+        lhs, rhs = rhs, lhs
+    if constant(rhs) != 0 or lhs.WhichOneof("kind") != "binary" or lhs.binary.op != OP.BINARY_OP_MOD:
+        return None
+    sym, mod = lhs.binary.lhs, constant(lhs.binary.rhs)
+    if sym.WhichOneof("kind") != "sym" or not mod or mod <= 0:
+        return None
+    return sym.sym, mod
+
+
+def divisibility_facts(contract):
+    """Symbol -> the largest d the contract guarantees divides it (constraints and specialized values)."""
+    facts = {}
+    for c in contract.constraints:
+        for part in conjuncts(c.expr):
+            fact = modulus_fact(part)
+            if fact:
+                name, d = fact
+                facts[name] = facts.get(name, 1) * d // math.gcd(facts.get(name, 1), d)
+    for s in contract.symbols:
+        if s.HasField("value"):
+            facts[s.name] = abs(s.value) or 0
+    return facts
+
+
+def divisor(expr, facts, depth=0):
+    """The largest d known to divide `expr` for every valid input (0 means the value is 0)."""
+    kind = expr.WhichOneof("kind")
+    if kind == "int":
+        return abs(expr.int)
+    if kind == "sym":
+        return facts.get(expr.sym, 1)
+    if kind != "binary" or depth > MAX_DEPTH:
+        return 1
+    op = expr.binary.op
+    a = divisor(expr.binary.lhs, facts, depth + 1)
+    if op == OP.BINARY_OP_MUL:
+        return a * divisor(expr.binary.rhs, facts, depth + 1)
+    if op in (OP.BINARY_OP_ADD, OP.BINARY_OP_SUB):
+        return math.gcd(a, divisor(expr.binary.rhs, facts, depth + 1))
+    if op == OP.BINARY_OP_DIV:
+        c = constant(expr.binary.rhs)
+        if c and a and a % abs(c) == 0:
+            return a // abs(c)
+    return 1

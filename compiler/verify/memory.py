@@ -1,0 +1,165 @@
+"""Happens-before tracking of on-chip memory for the protocol model (vector clocks).
+
+Every thread class and each of its asynchronous units (TMA loads, MMAs, TMA
+stores) is an *agent* with a vector clock. A location is one stage (slot) of a
+shared or tensor-memory region; accesses carry the box (per-dimension
+[start, end)) of the window they touch, so disjoint windows of one stage (a
+double-buffered accumulator, per-warpgroup rows) do not conflict. Threads of
+one cooperative op instance write and read disjoint parts, so accesses of the
+same op instance never conflict. Otherwise an access must be ordered after
+every overlapping access of another instance:
+
+- a write after earlier writes and reads (else: a race; on a pipeline's ring it
+  is a refill before release),
+- a read after the writes it reads (else: a read of data the writer has not
+  finished, or, when the reader was ordered after the data the write
+  replaced, a write that overtook the read),
+- an async-proxy read (TMA store source, wgmma/tcgen05 operand) of
+  generic-proxy writes additionally after a proxy fence of each writer.
+"""
+
+
+class Violation(Exception):
+    """The model found a defect: what kind, where, and related places ((message, path), ...)."""
+
+    def __init__(self, kind, path, message, notes=()):
+        super().__init__(message)
+        self.kind = kind
+        self.path = path
+        self.message = message
+        self.notes = tuple(notes)
+
+
+class Access:
+    __slots__ = ("agent", "time", "path", "inst", "box", "generic", "cls", "replaced")
+
+    def __init__(self, agent, time, path, inst, box, generic=False, cls=-1):
+        self.agent = agent
+        self.time = time
+        self.path = path
+        self.inst = inst  # (path, loop iteration values): the op instance
+        self.box = box  # ((start, end), ...) per dimension
+        self.generic = generic  # written through the generic proxy
+        self.cls = cls  # thread class that issued it
+        self.replaced = ()  # the writes this one covered
+
+
+class Loc:
+    __slots__ = ("writes", "reads", "pending")
+
+    def __init__(self):
+        self.writes = []
+        self.reads = []
+        self.pending = []  # (class, path, box): cp.async writes in flight
+
+
+def overlaps(a, b):
+    return all(alo < bhi and blo < ahi for (alo, ahi), (blo, bhi) in zip(a, b))
+
+
+def covers(a, b):
+    return all(alo <= blo and bhi <= ahi for (alo, ahi), (blo, bhi) in zip(a, b))
+
+
+def _first_after(times, t):
+    for f in times:
+        if f > t:
+            return f
+    return None
+
+
+class Memory:
+    """Locations keyed by (region index, slot)."""
+
+    def __init__(self, proxy_fences, names):
+        self.locs = {}
+        self.proxy_fences = proxy_fences  # class -> [class clock at each fence.proxy.async]
+        self.names = names  # region index -> name
+
+    def loc(self, key):
+        loc = self.locs.get(key)
+        if loc is None:
+            loc = self.locs[key] = Loc()
+        return loc
+
+    def _race(self, ring, path, name, other, what):
+        if ring:
+            raise Violation(
+                "ring_race", path,
+                "refills a stage of `%s` while %s is not ordered before it: its consumers have not released the slot"
+                % (name, what),
+                (("the conflicting access", other),),
+            )
+        raise Violation("write_race", path, "writes `%s` while %s is not ordered before this write" % (name, what),
+                        (("the conflicting access", other),))
+
+    def check_write(self, key, box, vc, path, inst, cls, ring):
+        """Raise unless a write of `box` by an agent with clock vc may start now."""
+        loc = self.locs.get(key)
+        if loc is None:
+            return
+        name = self.names[key[0]]
+        for w in loc.writes:
+            if w.inst != inst and vc[w.agent] < w.time and overlaps(w.box, box):
+                self._race(ring, path, name, w.path, "an earlier write")
+        for r in loc.reads:
+            if r.inst != inst and vc[r.agent] < r.time and overlaps(r.box, box):
+                self._race(ring, path, name, r.path, "a read of its previous contents")
+        for c, p, b in loc.pending:
+            if c != cls and overlaps(b, box):
+                self._race(ring, path, name, p, "an in-flight cp.async")
+
+    def write(self, key, box, agent, vc, path, inst, cls, ring, generic=False):
+        self.check_write(key, box, vc, path, inst, cls, ring)
+        loc = self.loc(key)
+        access = Access(agent, vc[agent], path, inst, box, generic, cls)
+        kept, replaced = [], []
+        for w in loc.writes:
+            (replaced if w.inst != inst and covers(box, w.box) else kept).append(w)
+        access.replaced = replaced
+        kept.append(access)
+        loc.writes = kept
+        loc.reads = [r for r in loc.reads if not covers(box, r.box)]
+
+    def read(self, key, box, agent, vc, path, inst, cls, ring, async_proxy, written_elsewhere):
+        """Record a read of `box`; raise when it is not ordered after what it reads."""
+        loc = self.loc(key)
+        name = self.names[key[0]]
+        for c, p, b in loc.pending:
+            if not overlaps(b, box):
+                continue
+            if c == cls:
+                raise Violation("async_read", path, "reads `%s` while this thread's cp.async into it is in flight" % name,
+                                (("the cp.async", p),))
+            raise Violation("raw", path, "reads `%s` while another thread's cp.async into it is in flight" % name,
+                            (("the cp.async", p),))
+        seen = [w for w in loc.writes if overlaps(w.box, box)]
+        if not seen:
+            if written_elsewhere:
+                raise Violation("raw", path,
+                                "reads `%s` before the write that fills it: nothing orders this read after that write" % name)
+            raise Violation("uninit_read", path, "reads `%s` before anything has written it" % name)
+        for w in seen:
+            if w.inst == inst or vc[w.agent] >= w.time:
+                continue
+            if w.replaced and all(vc[p.agent] >= p.time for p in w.replaced):
+                self._race(ring, w.path, name, path, "a read of its previous contents")
+            raise Violation("raw", path, "reads `%s` without being ordered after the write that fills it" % name,
+                            (("the write", w.path),))
+        if async_proxy:
+            for w in seen:
+                if not w.generic or w.inst == inst:
+                    continue
+                fence = _first_after(self.proxy_fences[w.cls], w.time)
+                if fence is None or vc[w.agent] < fence:
+                    raise Violation(
+                        "proxy_fence", w.path,
+                        "writes `%s` through the generic proxy, but an async-proxy read (TMA or tensor core) follows "
+                        "without a fence.proxy.async by the writing threads" % name,
+                        (("the async-proxy read", path),),
+                    )
+        for r in loc.reads:
+            if r.agent == agent and r.box == box:
+                r.time, r.path, r.inst = vc[agent], path, inst
+                return
+        loc.reads.append(Access(agent, vc[agent], path, inst, box))

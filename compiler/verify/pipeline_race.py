@@ -1,0 +1,50 @@
+"""Pipeline rules: a ring's declarations agree, and the producer refills a slot only after its consumers released it."""
+
+from cake.ir.v1 import ir_pb2
+
+from compiler.verify import model
+from compiler.verify.registry import Finding, rule
+
+
+@rule(
+    "CAKE-PIPE-001", "pipeline", "error",
+    doc="A pipeline's full and empty barriers are distinct mbarrier arrays of `stages` barriers and its regions are shared regions of `stages` stages.",
+    fix_hint="Give the ring's barriers count = stages and its regions stages = stages (or fix the pipeline's stages).",
+)
+def ring_shape(ctx):
+    for i, p in enumerate(ctx.kernel.pipelines):
+        path = "kernel.pipelines[%d]" % i
+        if p.full == p.empty:
+            yield Finding(path, "pipeline `%s` uses `%s` as both its full and empty barrier" % (p.name, p.full))
+        for role, name in (("full", p.full), ("empty", p.empty)):
+            b = ctx.barrier(name)
+            if b is None:
+                continue
+            if b.kind != ir_pb2.BARRIER_KIND_MBARRIER or max(1, b.count) != p.stages:
+                yield Finding(path, "the %s barrier `%s` of %d-stage pipeline `%s` must be an mbarrier array of %d"
+                              % (role, name, p.stages, p.name, p.stages),
+                              (("`%s` is declared here" % name, ctx.barrier_path(name)),))
+        for name in p.regions:
+            r = ctx.region(name)
+            if r is None:
+                continue
+            if r.space != ir_pb2.MEMORY_SPACE_SHARED or max(1, r.stages) != p.stages:
+                yield Finding(path, "region `%s` of %d-stage pipeline `%s` must be shared with %d stages"
+                              % (name, p.stages, p.name, p.stages),
+                              (("`%s` is declared here" % name, ctx.region_path(name)),))
+
+
+model.model_rule(
+    "CAKE-PIPE-002", "pipeline",
+    "The producer refills a ring slot only after every read of its previous contents (including in-flight wgmma reads, "
+    "complete at the following mma_wait) happened before the release it waited for.",
+    "Wait on the slot's `empty` barrier before refilling it, and arrive on `empty` only after the reads completed "
+    "(after mma_wait for wgmma operands).",
+    "ring_race",
+)
+model.model_rule(
+    "CAKE-PIPE-003", "pipeline",
+    "A TMA load into a ring stage signals the barrier of the same slot (stage = round % stages).",
+    "Load into stage `round % stages` and signal `full@round(round)` with the same round.",
+    "slot_mismatch",
+)

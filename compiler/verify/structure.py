@@ -1,0 +1,278 @@
+"""Structure rules: names are identifiers, unique and resolvable; enums set; expressions complete; sizes positive."""
+
+import re
+
+from cake.ir.v1 import ir_pb2
+
+from compiler.verify import exprs, model, oprefs
+from compiler.verify.registry import Finding, rule
+
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+
+# Declaration lists: (field of Kernel or Contract, what the thing is).
+_DECLS = (
+    ("params", "param"),
+    ("regions", "region"),
+    ("barriers", "barrier"),
+    ("pipelines", "pipeline"),
+    ("roles", "role"),
+)
+
+
+def _declarations(kernel):
+    for field, what in _DECLS:
+        for i, item in enumerate(getattr(kernel, field)):
+            yield "kernel.%s[%d]" % (field, i), what, item.name
+    for i, s in enumerate(kernel.contract.symbols):
+        yield "kernel.contract.symbols[%d]" % i, "symbol", s.name
+
+
+@rule(
+    "CAKE-STRUCT-001", "structure", "error",
+    doc="Every name (kernel, param, region, barrier, pipeline, role, symbol, loop variable) is a C identifier.",
+    fix_hint="Rename it to a C identifier: a letter or underscore, then letters, digits or underscores.",
+)
+def identifiers(ctx):
+    if not _IDENT.match(ctx.kernel.name):
+        yield Finding("kernel", "kernel name %r is not a C identifier" % ctx.kernel.name)
+    for path, what, name in _declarations(ctx.kernel):
+        if not _IDENT.match(name):
+            yield Finding(path, "%s name %r is not a C identifier" % (what, name))
+    for site in ctx.sites("loop"):
+        for name in (site.msg.var,) + ((site.msg.counter,) if site.msg.counter else ()):
+            if not _IDENT.match(name):
+                yield Finding(site.path, "loop variable %r is not a C identifier" % name)
+
+
+@rule(
+    "CAKE-STRUCT-002", "structure", "error",
+    doc="Names are unique within their kind (params, regions, barriers, pipelines, roles, symbols).",
+    fix_hint="Give each declaration of this kind its own name.",
+)
+def unique_names(ctx):
+    first = {}
+    for path, what, name in _declarations(ctx.kernel):
+        key = (what, name)
+        if key in first:
+            yield Finding(path, "%s `%s` is declared twice" % (what, name), (("the first declaration", first[key]),))
+        else:
+            first[key] = path
+    params = {p.name for p in ctx.kernel.params}
+    for i, s in enumerate(ctx.kernel.contract.symbols):
+        if s.name in params:
+            yield Finding(
+                "kernel.contract.symbols[%d]" % i, "symbol `%s` has the name of a param" % s.name,
+                (("the param", ctx.param_path(s.name)),),
+            )
+
+
+def _refs(ctx):
+    """(path, what, name, table) for every name an op or declaration refers to."""
+    for site in ctx.ops:
+        if site.msg is None:
+            continue
+        for field, ref, _ in oprefs.tiles(site.kind, site.msg):
+            yield site.path, "region", ref.region, ctx.regions
+        for field, ref, _ in oprefs.globals_(site.kind, site.msg):
+            yield site.path, "tensor param", ref.param, ctx.params
+        name = oprefs.barrier_name(site.kind, site.msg)
+        if name is not None:
+            yield site.path, "barrier", name, ctx.barriers
+    for i, p in enumerate(ctx.kernel.pipelines):
+        path = "kernel.pipelines[%d]" % i
+        for name in (p.full, p.empty):
+            yield path, "barrier", name, ctx.barriers
+        for name in p.regions:
+            yield path, "region", name, ctx.regions
+        for name in [p.producer] + list(p.consumers):
+            yield path, "role", name, ctx.roles
+    for i, r in enumerate(ctx.kernel.regions):
+        if r.owner:
+            yield "kernel.regions[%d]" % i, "role", r.owner, ctx.roles
+
+
+@rule(
+    "CAKE-STRUCT-003", "structure", "error",
+    doc="Every name an op, pipeline or region refers to is declared (tensor refs name tensor params).",
+    fix_hint="Declare the missing name, or correct the reference to a declared one.",
+)
+def references(ctx):
+    for path, what, name, table in _refs(ctx):
+        if name not in table:
+            known = ", ".join(sorted(table)) or "none"
+            yield Finding(path, "%s `%s` is not declared (declared: %s)" % (what, name, known))
+        elif what == "tensor param" and table[name][1].kind != ir_pb2.PARAM_KIND_TENSOR:
+            yield Finding(path, "`%s` is a scalar param; a tile can only be taken of a tensor" % name,
+                          (("the param", ctx.param_path(name)),))
+
+
+def _required(enum_desc):
+    """An enum whose zero value means 'not set: a verification error' (named exactly PREFIX_UNSPECIFIED)."""
+    zero = enum_desc.values_by_number.get(0)
+    return zero is not None and zero.name.endswith("_UNSPECIFIED") and zero.name.count("_UNSPECIFIED") == 1 and (
+        zero.name[: -len("_UNSPECIFIED")].replace("_", "").lower() == enum_desc.name.lower()
+    )
+
+
+# Enums another rule reports (TARGET-001, CONTRACT-007, STRUCT-005, STRUCT-010: a layout only registers need).
+_ELSEWHERE = {"Target", "Metric", "BinaryOp", "FragmentLayout"}
+
+
+@rule(
+    "CAKE-STRUCT-004", "structure", "error",
+    doc="Required enum fields are set (not *_UNSPECIFIED) and every enum holds a value its enum defines.",
+    fix_hint="Set the field to one of the values the message's enum lists in ir.proto.",
+)
+def enums_set(ctx):
+    for path, node in ctx.nodes:
+        for field, value in node.ListFields():
+            if field.enum_type is None or field.enum_type.name in _ELSEWHERE:
+                continue
+            yield from _check_enum(path, field, value)
+        for field in node.DESCRIPTOR.fields:
+            if field.enum_type is None or field.enum_type.name in _ELSEWHERE or field.is_repeated:
+                continue
+            if getattr(node, field.name) == 0 and _required(field.enum_type) and _needed(node, field.name):
+                yield Finding(path, "%s.%s is not set" % (node.DESCRIPTOR.name, field.name))
+
+
+def _check_enum(path, field, value):
+    values = value if field.is_repeated else [value]
+    for v in values:
+        if v not in field.enum_type.values_by_number:
+            yield Finding(path, "%s is %d, which %s does not define" % (field.name, v, field.enum_type.name))
+
+
+def _needed(node, field):
+    """Whether an unset enum matters here: op enums only when their op makes them meaningful."""
+    name = node.DESCRIPTOR.name
+    if name == "Param" and field == "access" and node.kind == ir_pb2.PARAM_KIND_SCALAR:
+        return False
+    return True
+
+
+@rule(
+    "CAKE-STRUCT-005", "structure", "error",
+    doc="Expressions are complete: no empty expression, no unset operator, required bounds and conditions present.",
+    fix_hint="Write the expression out in full (an int, a name, or `lhs op rhs` with a defined operator).",
+)
+def complete_exprs(ctx):
+    for path, node in ctx.nodes:
+        name = node.DESCRIPTOR.name
+        if name == "Expr" and node.WhichOneof("kind") is None:
+            yield Finding(path, "empty expression")
+        elif name == "BinaryExpr":
+            if node.op not in _DEFINED_OPS:
+                yield Finding(path, "binary expression has no operator")
+            elif not (node.HasField("lhs") and node.HasField("rhs")):
+                yield Finding(path, "binary expression lacks an operand")
+    for site in ctx.sites("loop"):
+        for field in ("start", "end"):
+            if not site.msg.HasField(field):
+                yield Finding(site.path, "loop `%s` has no %s" % (site.msg.var, field))
+    for site in ctx.sites("branch"):
+        if not site.msg.HasField("cond"):
+            yield Finding(site.path, "branch has no condition")
+    for i, c in enumerate(ctx.kernel.contract.constraints):
+        if not c.HasField("expr"):
+            yield Finding("kernel.contract.constraints[%d]" % i, "constraint has no expression")
+
+
+_DEFINED_OPS = frozenset(v.number for v in ir_pb2.BinaryOp.DESCRIPTOR.values if v.number)
+
+
+@rule(
+    "CAKE-STRUCT-006", "structure", "error",
+    doc="Sizes are positive: region shapes and stages, barrier counts and mbarrier arrivals, role sizes, windows.",
+    fix_hint="Give the size a positive value.",
+)
+def positive_sizes(ctx):
+    k = ctx.kernel
+    for i, r in enumerate(k.regions):
+        path = "kernel.regions[%d]" % i
+        if not r.shape or any(d <= 0 for d in r.shape):
+            yield Finding(path, "region `%s` has shape %s; every dim must be positive" % (r.name, list(r.shape)))
+        if r.stages < 0:
+            yield Finding(path, "region `%s` has %d stages" % (r.name, r.stages))
+    for i, b in enumerate(k.barriers):
+        path = "kernel.barriers[%d]" % i
+        if b.count < 0:
+            yield Finding(path, "barrier `%s` has count %d" % (b.name, b.count))
+        if b.arrivals <= 0:
+            yield Finding(path, "barrier `%s` has %d arrivals; a phase needs at least one" % (b.name, b.arrivals))
+        if b.tx_bytes < 0:
+            yield Finding(path, "barrier `%s` expects %d transaction bytes" % (b.name, b.tx_bytes))
+    for i, p in enumerate(k.pipelines):
+        if p.stages <= 0:
+            yield Finding("kernel.pipelines[%d]" % i, "pipeline `%s` has %d stages" % (p.name, p.stages))
+    for i, role in enumerate(k.roles):
+        size = role.WhichOneof("size")
+        if size is None or getattr(role, size) <= 0:
+            yield Finding(ctx.role_path(i), "role `%s` needs a positive number of warps or warpgroups" % role.name)
+    for site in ctx.ops:
+        if site.msg is None:
+            continue
+        for field, ref, _ in oprefs.tiles(site.kind, site.msg):
+            if any(w.size <= 0 for w in ref.window):
+                yield Finding(site.path, "a window of `%s` has a size that is not positive" % ref.region)
+        if site.kind == "mbarrier_expect_tx" and site.msg.bytes <= 0:
+            yield Finding(site.path, "expect_tx of %d bytes" % site.msg.bytes)
+
+
+@rule(
+    "CAKE-STRUCT-012", "structure", "error",
+    doc="A loop variable does not shadow an enclosing loop's variable, a symbol, a param or a builtin.",
+    fix_hint="Rename the loop variable.",
+)
+def shadowing(ctx):
+    taken = set(ctx.symbols) | set(ctx.params) | exprs.BUILTINS
+    for site in ctx.sites("loop"):
+        names = [site.msg.var] + ([site.msg.counter] if site.msg.counter else [])
+        if len(set(names)) < len(names):
+            yield Finding(site.path, "loop counter and variable are both `%s`" % site.msg.var)
+        for name in names:
+            if name in site.loop_vars:
+                yield Finding(site.path, "loop variable `%s` shadows an enclosing loop's" % name)
+            elif name in taken:
+                yield Finding(site.path, "loop variable `%s` shadows a symbol, param or builtin" % name)
+
+
+@rule(
+    "CAKE-STRUCT-013", "structure", "error",
+    doc="The kernel has at least one role, and the walk of its bodies is not cut off by absurd nesting.",
+    fix_hint="Declare the roles that run the kernel; flatten bodies nested more than 64 deep.",
+)
+def has_roles(ctx):
+    if not ctx.kernel.roles:
+        yield Finding("kernel", "the kernel has no roles: no thread would run anything")
+    for path in ctx.too_deep:
+        yield Finding(path, "bodies nest more than 64 deep here")
+
+
+@rule(
+    "CAKE-STRUCT-014", "structure", "error",
+    doc="mbarrier ops name mbarriers and named-barrier ops name named barriers.",
+    fix_hint="Use mbarrier_* ops on BARRIER_KIND_MBARRIER arrays and named_barrier_* ops on BARRIER_KIND_NAMED ones.",
+)
+def barrier_kinds(ctx):
+    for site in ctx.ops:
+        name = oprefs.barrier_name(site.kind, site.msg) if site.msg is not None else None
+        b = ctx.barrier(name) if name is not None else None
+        if b is None or b.kind == ir_pb2.BARRIER_KIND_UNSPECIFIED:
+            continue
+        want = ir_pb2.BARRIER_KIND_NAMED if site.kind in oprefs.NAMED_OPS else ir_pb2.BARRIER_KIND_MBARRIER
+        if b.kind != want:
+            yield Finding(
+                site.path, "%s needs %s `%s` to be %s" % (
+                    site.kind, "barrier", name, "a named barrier" if want == ir_pb2.BARRIER_KIND_NAMED else "an mbarrier"),
+                (("`%s` is declared here" % name, ctx.barrier_path(name)),),
+            )
+
+
+model.model_rule(
+    "CAKE-STRUCT-015", "structure",
+    "Stages computed at run time stay within the region's ring, and barrier ops meet barriers of their kind.",
+    "Index stages within the region's ring (round % stages) and use barrier ops on barriers of their kind.",
+    "stage_range",
+    "kind_mismatch",
+)

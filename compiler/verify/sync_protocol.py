@@ -1,0 +1,162 @@
+"""Synchronization rules: mbarrier initialisation, arrival and transaction counts, phases, deadlock,
+block_sync and named barriers, collective ops (static checks and the protocol model's findings)."""
+
+from cake.ir.v1 import ir_pb2
+
+from compiler.verify import exprs, model, oprefs
+from compiler.verify.registry import Finding, rule
+
+
+def _model_rule(id, doc, fix_hint, kind):
+    model.model_rule(id, "synchronization", doc, fix_hint, kind)
+
+
+@rule(
+    "CAKE-SYNC-001", "synchronization", "error",
+    doc="Every mbarrier array that an op uses is initialised by some mbarrier_init.",
+    fix_hint="Initialise the array from one thread (e.g. under `thread == 0`), then fence(mbarrier_init) and block_sync before any use.",
+)
+def initialised(ctx):
+    inits = {s.msg.barrier for s in ctx.sites("mbarrier_init")}
+    for site in ctx.ops:
+        if site.kind in oprefs.MBARRIER_OPS and site.kind != "mbarrier_init":
+            name = oprefs.barrier_name(site.kind, site.msg)
+            b = ctx.barrier(name)
+            if b is not None and b.kind == ir_pb2.BARRIER_KIND_MBARRIER and name not in inits:
+                yield Finding(site.path, "uses mbarrier `%s`, which nothing initialises" % name,
+                              (("`%s` is declared here" % name, ctx.barrier_path(name)),))
+                inits.add(name)  # once per array
+
+
+@rule(
+    "CAKE-SYNC-010", "synchronization", "error",
+    doc="A wait on a barrier named by index gives its phase; a wait by round derives it (no explicit phase); constant phases are 0 or 1.",
+    fix_hint="Address ring barriers by `round` and let the parity be derived, or give `phase` for a barrier addressed by index.",
+)
+def wait_form(ctx):
+    for site in ctx.sites("mbarrier_wait"):
+        m = site.msg
+        slot = m.barrier.WhichOneof("slot")
+        if m.HasField("phase"):
+            if slot == "round":
+                yield Finding(site.path, "a wait by round derives its parity; the explicit phase would override it")
+            value = exprs.constant(m.phase)
+            if value is not None and value not in (0, 1):
+                yield Finding(site.path, "phase %d is not a parity (0 or 1)" % value)
+        elif slot != "round":
+            yield Finding(site.path, "a wait on `%s` by index needs an explicit phase" % m.barrier.barrier)
+
+
+@rule(
+    "CAKE-SYNC-012", "synchronization", "error",
+    doc="A named barrier's thread count is a positive multiple of 32 no larger than the block.",
+    fix_hint="Set the named barrier's arrivals to the number of threads (whole warps) that sync on it.",
+)
+def named_counts(ctx):
+    for i, b in enumerate(ctx.kernel.barriers):
+        if b.kind != ir_pb2.BARRIER_KIND_NAMED:
+            continue
+        if b.arrivals <= 0 or b.arrivals % 32 or (ctx.block_threads and b.arrivals > ctx.block_threads):
+            yield Finding("kernel.barriers[%d]" % i, "named barrier `%s` counts %d threads; it needs whole warps of this "
+                          "%d-thread block" % (b.name, b.arrivals, ctx.block_threads))
+
+
+@rule(
+    "CAKE-SYNC-015", "synchronization", "error",
+    doc="A reference to an array of several barriers says which one (index or round); constant indices are in range.",
+    fix_hint="Address the barrier with `name[index]` or `name@round(r)`.",
+)
+def slots_named(ctx):
+    for site in ctx.ops:
+        spec = oprefs.BARRIER_FIELD.get(site.kind)
+        if spec is None or not spec[1]:
+            continue
+        ref = getattr(site.msg, spec[0])
+        b = ctx.barrier(ref.barrier)
+        if b is None:
+            continue
+        slot = ref.WhichOneof("slot")
+        if slot is None and b.count > 1:
+            yield Finding(site.path, "`%s` has %d barriers; say which one" % (ref.barrier, b.count))
+        elif slot == "index":
+            i = exprs.constant(ref.index)
+            if i is not None and not 0 <= i < max(1, b.count):
+                yield Finding(site.path, "index %d is outside `%s`'s %d barriers" % (i, ref.barrier, max(1, b.count)))
+
+
+_model_rule(
+    "CAKE-SYNC-002",
+    "Every use of an mbarrier is ordered after its initialisation (init, then block_sync).",
+    "Initialise barriers before a block_sync that every role passes before its first barrier op.",
+    "use_before_init",
+)
+_model_rule(
+    "CAKE-SYNC-003",
+    "mbarrier initialisation is followed by fence(mbarrier_init) before the sync that publishes it to TMA, tcgen05 or the cluster.",
+    "After the mbarrier_init ops, have the same thread run fence(mbarrier_init) before the block_sync.",
+    "init_fence",
+)
+_model_rule(
+    "CAKE-SYNC-004",
+    "No deadlock: every wait's phase is eventually completed (on every modelled trip count).",
+    "Make sure someone arrives on (or loads into) the phase this wait needs: check the round, the parity and who arrives.",
+    "deadlock",
+)
+_model_rule(
+    "CAKE-SYNC-005",
+    "The threads arriving per phase match the barrier's arrival count (no phase completed early, none left short).",
+    "Make `arrivals` equal the number of threads that arrive per round (count executing threads, not ops), or change who arrives.",
+    "arrival_count",
+)
+_model_rule(
+    "CAKE-SYNC-006",
+    "Each phase's expect_tx bytes equal the bytes its TMA loads bring (prod(box) * element size per load).",
+    "Set expect_tx bytes to the sum of the boxes the loads of this round bring (and issue them from one thread).",
+    "tx_bytes",
+)
+_model_rule(
+    "CAKE-SYNC-007",
+    "Each phase's expected transaction bytes equal the barrier's declared tx_bytes.",
+    "Declare the barrier's tx_bytes as the bytes one phase expects, or fix the expect_tx.",
+    "tx_declared",
+)
+_model_rule(
+    "CAKE-SYNC-008",
+    "A wait by round observes exactly the completion of its round (no phase skipped or lapped).",
+    "Keep every waiter within one ring lap of the arrivals: release only after all readers waited, or check the round.",
+    "phase_mismatch",
+)
+_model_rule(
+    "CAKE-SYNC-009",
+    "Every thread of the block executes block_sync the same number of times.",
+    "Move block_sync out of role-specific or thread-specific branches so that every role reaches each one.",
+    "block_sync_count",
+)
+_model_rule(
+    "CAKE-SYNC-011",
+    "Collective ops (.sync.aligned MMAs, ldmatrix/stmatrix, warp reductions) are reached by all threads of their warp or warpgroup.",
+    "Hoist the collective op out of the branch that splits its warp or warpgroup.",
+    "divergence",
+)
+_model_rule(
+    "CAKE-SYNC-013",
+    "An mbarrier array is initialised by exactly one thread.",
+    "Guard mbarrier_init with a condition one thread satisfies, e.g. `thread == 0`.",
+    "init_multi",
+)
+_model_rule(
+    "CAKE-SYNC-014",
+    "Barrier indices computed at run time stay within the array.",
+    "Index the barrier array within its count (use a round for rings: the slot is round % count).",
+    "barrier_index",
+)
+@rule(
+    "CAKE-SYNC-016", "synchronization", "note",
+    doc="The protocol model could not run on this kernel (too many thread classes or steps, or no valid input); its checks did not happen.",
+    fix_hint="Simplify the conditions on thread ids, or give the contract small valid inputs, so the protocol can be model-checked.",
+    model=True,
+)
+def model_skipped(ctx):
+    res = model.result(ctx)
+    if res is not None and res.skipped:
+        yield Finding("kernel", "the protocol model did not run: %s" % res.skipped)
