@@ -32,6 +32,7 @@ _TOKEN = re.compile(
     """,
     re.VERBOSE,
 )
+_KINDS = {"float": FLOAT, "hex": HEX, "punct": PUNCT}
 _ESCAPE = re.compile(r"\\(?:u\{([0-9a-fA-F]{1,6})\}|x([0-9a-fA-F]{2})|(.))")
 _SIMPLE_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", '"': '"', "\\": "\\"}
 _KNOWN_ESCAPES = r'\\, \", \n, \t, \r, \xHH or \u{HHHH}'
@@ -64,9 +65,10 @@ class Token:
         """How an error message names this token."""
         if self.kind == EOF:
             return "end of input"
+        text = self.text if len(self.text) <= 24 else self.text[:20] + "..."
         if self.kind == STRING:
-            return "string %s" % (self.text if len(self.text) <= 24 else self.text[:20] + '..."')
-        return "'%s'" % self.text
+            return "string %s" % (text if text.endswith('"') else text + '"')
+        return "'%s'" % text
 
     def __repr__(self):
         return "Token(%s %r @%d:%d)" % (self.kind, self.text, self.line, self.column)
@@ -115,7 +117,7 @@ def _classify(kind, text, filename, line, column):
         return (WORD if text[0].isdigit() else IDENT), text, text
     if kind == "string":
         return STRING, text, _unescape(text, filename, line, column)
-    return {"float": FLOAT, "hex": HEX, "punct": PUNCT}[kind], text, text
+    return _KINDS[kind], text, text
 
 
 def _unescape(quoted, filename, line, column):
@@ -133,7 +135,8 @@ def _unescape(quoted, filename, line, column):
             raise ParseError(filename, line, column + 1 + m.start(), message)
         return simple
 
-    return _ESCAPE.sub(decode, quoted[1:-1])
+    body = quoted[1:-1]
+    return _ESCAPE.sub(decode, body) if "\\" in body else body
 
 
 def _raise_bad_character(text, pos, filename, line, column):

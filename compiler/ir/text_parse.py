@@ -112,7 +112,7 @@ class Parser(TokenReader):
                 self.next()
                 self._field(message, syn, syn.by_keyword[token.text], path, token, given, chosen)
             elif syn.ops is not None and (token.text in syn.op_keywords or token.text == "{"):
-                self._op(getattr(message, syn.ops.name), paths.join(path, syn.ops.name))
+                self._op(message, syn.ops.name, path)
             else:
                 self._unexpected(token, syn, opened)
 
@@ -136,12 +136,11 @@ class Parser(TokenReader):
             self._message_block(getattr(message, fs.name), child_path, fs, token, {})
         elif kind == OPS:
             opened = self.expect("{", "after '%s'" % fs.name)
-            ops, ops_path = getattr(message, fs.name), paths.join(path, fs.name)
             while not self.accept("}"):
                 op = self.peek()
                 if op.text != "{" and op.text not in OP_KEYWORDS:
                     self._not_an_op(op, fs.name, opened)
-                self._op(ops, ops_path)
+                self._op(message, fs.name, path)
         else:
             self.expect(":", "after '%s'" % fs.name)
             if kind == SCALAR:
@@ -163,10 +162,12 @@ class Parser(TokenReader):
             given.update(dict.fromkeys(fs.header.fields, token))
         self.block(message, path, given)
 
-    def _op(self, ops, list_path):
+    def _op(self, message, list_name, path):
+        """One op item, appended to the op list `list_name` of `message` (at `path`)."""
         token = self.peek()
+        ops = getattr(message, list_name)
         op = ops.add()
-        op_path = "%s[%d]" % (list_path, len(ops) - 1)
+        op_path = paths.join(path, list_name, len(ops) - 1)
         self.record(op_path, token)
         if token.text == "{":
             self.block(op, op_path)
