@@ -23,7 +23,14 @@ from cake.ir.v1 import ir_pb2
 
 from compiler.ir import paths
 from compiler.ir.descriptors import INT32, INT64
-from compiler.ir.text_expr import ATOM, build, expr_text, parse_expr, parse_primary
+from compiler.ir.text_expr import (
+    ATOM,
+    EXPR_FIELDS,
+    build,
+    expr_text,
+    parse_expr,
+    parse_primary,
+)
 from compiler.ir.text_lexer import FLOAT, INT, IDENT
 from compiler.ir.text_literals import format_float, is_symbol
 
@@ -180,7 +187,7 @@ def _form(message_type, fields, text, parse):
 
 VALUE_FORMS = dict(
     (
-        _form(ir_pb2.Expr, ("int", "sym", "binary"), _expr_text, _expr_parse),
+        _form(ir_pb2.Expr, EXPR_FIELDS, _expr_text, _expr_parse),
         _form(ir_pb2.GlobalRef, ("param", "coords"), _global_text, _global_parse),
         _form(ir_pb2.Window, ("start", "size"), _window_text, _window_parse),
         _form(ir_pb2.TileRef, ("region", "stage", "window"), _tile_text, _tile_parse),

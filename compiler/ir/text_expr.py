@@ -39,7 +39,8 @@ _INFIX_BY_OP = {_OPS.Value(name): spelling for name, spelling in _INFIX.items()}
 _INFIX_BY_TEXT = {text: (_OPS.Value(name), prec) for name, (text, prec) in _INFIX.items()}
 _CALL_BY_OP = {_OPS.Value(name): text for name, text in _CALLS.items()}
 _CALL_BY_TEXT = {text: _OPS.Value(name) for name, text in _CALLS.items()}
-_EXPR_FIELDS = frozenset(f.name for f in ir_pb2.Expr.DESCRIPTOR.fields)
+# The fields the infix form expresses; a node with any other field set has no infix form.
+EXPR_FIELDS = frozenset(("int", "sym", "binary"))
 _BINARY_FIELDS = frozenset(("op", "lhs", "rhs"))
 
 
@@ -48,12 +49,12 @@ def expr_text(expr, min_prec=0):
     None when some node of the tree has no infix form (an unset kind or operator,
     a symbol that is not an identifier, an unset operand, an unknown field)."""
     kind = expr.WhichOneof("kind")
+    if kind is None or not _only(expr, EXPR_FIELDS):
+        return None
     if kind == "int":
         return str(expr.int)
     if kind == "sym":
         return expr.sym if is_symbol(expr.sym) else None
-    if kind != "binary" or not _only(expr, _EXPR_FIELDS):
-        return None
     node = expr.binary
     if not (node.HasField("lhs") and node.HasField("rhs") and _only(node, _BINARY_FIELDS)):
         return None
