@@ -100,7 +100,8 @@ def collect(ordinal=0):
     props = torch.cuda.get_device_properties(ordinal)
     dev = check("cuDeviceGet", driver.cuDeviceGet(ordinal))
     bus_id = check("cuDeviceGetPCIBusId", driver.cuDeviceGetPCIBusId(32, dev))
-    bus_id = bus_id.decode().rstrip("\x00") if isinstance(bus_id, bytes) else str(bus_id)
+    # The driver fills a fixed buffer: the id ends at the first NUL (padding may follow it).
+    bus_id = (bus_id.decode() if isinstance(bus_id, bytes) else str(bus_id)).split("\x00")[0].strip()
     api = check("cuDriverGetVersion", driver.cuDriverGetVersion())
     record = {
         "gpu_name": props.name,

@@ -149,7 +149,7 @@ class Kernel:
         attr.value.clusterDim.x, attr.value.clusterDim.y, attr.value.clusterDim.z = cluster
         config.attrs = [attr]
         config.numAttrs = 1
-        check("cuLaunchKernelEx", driver.cuLaunchKernelEx(config, ctypes.addressof(ptrs), 0))
+        check("cuLaunchKernelEx", driver.cuLaunchKernelEx(config, self.function, ctypes.addressof(ptrs), 0))
 
 
 class Module:

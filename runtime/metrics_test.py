@@ -115,3 +115,18 @@ def test_knn_chunks_agree():
     noisy = exact.clone()
     noisy[::7, 2] = 2999
     assert metrics.knn_recall(noisy, queries, points, chunk=17).value == metrics.knn_recall(noisy, queries, points).value
+
+
+def test_kmeans_labels_counts_exact_ties_as_agreement_but_not_wrong_labels():
+    import torch
+
+    from runtime import metrics
+
+    # Point 0 is equidistant from centroids 0 and 1; point 1 is nearest to centroid 1.
+    points = torch.tensor([[0.0, 0.0], [1.0, 0.1]])
+    centroids = torch.tensor([[1.0, 0.0], [-1.0, 0.0], [5.0, 5.0]])
+    ref = torch.tensor([0, 0])
+    tie = metrics.kmeans_labels(torch.tensor([1, 0]), points, centroids, ref, min_agreement=1.0)
+    assert tie.passed and tie.value == 1.0 and "raw 0.500000" in tie.message
+    wrong = metrics.kmeans_labels(torch.tensor([0, 2]), points, centroids, ref, min_agreement=0.9)
+    assert not wrong.passed and wrong.value == 0.5
