@@ -64,28 +64,14 @@ class Binder:
                     steps[name] = old * d // _gcd(old, d)
         self.steps = steps
         self._cache = {}
+        self._scenarios = {}
 
     def candidates(self, name):
-        """Valid values of one symbol in increasing order (single-symbol constraints only), at most MAX_CANDIDATES."""
-        if name in self._cache:
-            return self._cache[name]
-        s = self.symbols[name]
-        out = []
-        if s.HasField("value"):
-            if all(_holds(fn, {name: s.value}) for fn in self.single.get(name, ())):
-                out.append(s.value)
-        elif s.min <= s.max:
-            step = self.steps.get(name, 1)
-            v = -(-s.min // step) * step
-            for _ in range(MAX_CANDIDATES):
-                if v > s.max:
-                    break
-                env = {name: v}
-                if all(_holds(fn, env) for fn in self.single.get(name, ())):
-                    out.append(v)
-                v += step
-        self._cache[name] = out
-        return out
+        """Valid values of one symbol in increasing order (single-symbol constraints only), found lazily."""
+        found = self._cache.get(name)
+        if found is None:
+            found = self._cache[name] = _Candidates(self.symbols[name], self.single.get(name, ()), self.steps.get(name, 1))
+        return found
 
     def satisfies(self, env):
         """Whether env satisfies every multi-symbol constraint."""
@@ -97,14 +83,14 @@ class Binder:
             return None
         env = {}
         for name in self.symbols:
-            values = self.candidates(name)
+            values = self.candidates(name).first(1)
             if not values:
                 return None
             env[name] = values[0]
         if self.satisfies(env):
             return env
         related = sorted(set().union(*(ns for _, ns in self.multi)))
-        pools = [self.candidates(n)[:4] for n in related]
+        pools = [self.candidates(n).first(4) for n in related]
         for combo in itertools.islice(itertools.product(*pools), MAX_COMBINATIONS):
             trial = dict(env, **dict(zip(related, combo)))
             if self.satisfies(trial):
@@ -132,6 +118,11 @@ class Binder:
 
     def scenarios(self, max_trips):
         """[(t, env)] for t = 1 .. max_trips: inputs on which the symbolic loops run t trips; distinct envs only."""
+        if max_trips not in self._scenarios:
+            self._scenarios[max_trips] = self._derive(max_trips)
+        return self._scenarios[max_trips]
+
+    def _derive(self, max_trips):
         base = self.base()
         if base is None:
             return []
@@ -173,6 +164,42 @@ class Binder:
                 break
         if best is not None:
             env[name] = best
+
+
+class _Candidates:
+    """The valid values of one symbol, scanned on demand: index and iterate it like a list."""
+
+    def __init__(self, symbol, constraints, step):
+        self.values = []
+        self.constraints = constraints
+        self.name = symbol.name
+        if symbol.HasField("value"):
+            self.next, self.last, self.step, self.left = symbol.value, symbol.value, 1, 1
+        else:
+            self.next, self.last, self.step = -(-symbol.min // step) * step, symbol.max, step
+            self.left = MAX_CANDIDATES
+
+    def _more(self):
+        while self.left > 0 and self.next <= self.last:
+            v = self.next
+            self.next += self.step
+            self.left -= 1
+            if all(_holds(fn, {self.name: v}) for fn in self.constraints):
+                self.values.append(v)
+                return True
+        return False
+
+    def __iter__(self):
+        i = 0
+        while i < len(self.values) or self._more():
+            yield self.values[i]
+            i += 1
+
+    def first(self, n):
+        """Up to the n smallest valid values."""
+        while len(self.values) < n and self._more():
+            pass
+        return self.values[:n]
 
 
 def loop_trips(loop, env):

@@ -184,6 +184,13 @@ class Context:
         return exprs.divisibility_facts(self.kernel.contract)
 
     @functools.cached_property
+    def binder(self):
+        """Valid symbol values for this kernel (binding.Binder), shared by the rules and the model."""
+        from compiler.verify import binding
+
+        return binding.Binder(self)
+
+    @functools.cached_property
     def pipeline_of_region(self):
         out = {}
         for p in self.kernel.pipelines:

@@ -5,7 +5,7 @@ import re
 
 from cake.ir.v1 import ir_pb2
 
-from compiler.verify import binding, exprs, model, oprefs
+from compiler.verify import exprs, model, oprefs
 from compiler.verify.registry import Finding, rule
 
 _DOTTED = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)+\Z")
@@ -81,7 +81,7 @@ def symbol_ranges(ctx):
 def satisfiable(ctx):
     if ctx.has_errors(ids=("CAKE-CONTRACT-001", "CAKE-CONTRACT-002", "CAKE-STRUCT-005")) or not ctx.symbols:
         return
-    if binding.Binder(ctx).base() is None:
+    if ctx.binder.base() is None:
         yield Finding("kernel.contract", "no sampled input satisfies every constraint within the symbols' ranges")
 
 
@@ -188,9 +188,37 @@ def reference(ctx):
         yield Finding("kernel.contract", "reference %r is not a dotted Python name" % ctx.kernel.contract.reference)
 
 
-model.model_rule(
-    "CAKE-CONTRACT-009", "contract",
-    "Loop bounds, conditions and barrier slots have a value on every valid input (no division by zero, positive steps).",
-    "Guard the expression or constrain the symbols so it is defined on every valid input.",
-    "undefined",
+def _input_exprs(ctx):
+    """(path, Expr) of grid dims and loop bounds that depend on inputs only (no loop variables)."""
+    for i, g in enumerate(ctx.kernel.launch.grid):
+        yield "kernel.launch.grid[%d]" % i, g
+    for site in ctx.sites("loop"):
+        for f in ("start", "end", "step"):
+            e = getattr(site.msg, f)
+            if site.msg.HasField(f) and not exprs.names(e) & set(site.loop_vars):
+                yield site.path, e
+
+
+@rule(
+    "CAKE-CONTRACT-009", "contract", "error",
+    doc="Grid sizes, loop bounds, conditions and barrier slots have a value on every valid input (no division by zero, positive steps): sampled inputs, and the protocol model's runs.",
+    fix_hint="Guard the expression or constrain the symbols so it is defined on every valid input.",
+    model=True,
 )
+def defined(ctx):
+    if ctx.has_errors(ids=("CAKE-CONTRACT-001", "CAKE-CONTRACT-002", "CAKE-CONTRACT-003", "CAKE-STRUCT-005")):
+        return
+    base = ctx.binder.base()
+    samples = [ctx.binder.environment(base)] + [env for _, env in ctx.binder.scenarios(3)] if base is not None else []
+    for path, e in _input_exprs(ctx):
+        fn = exprs.compile_expr(e)
+        for env in samples:
+            try:
+                fn(env)
+            except exprs.ExprError as err:
+                inputs = ", ".join("%s=%d" % (n, env[n]) for n in ctx.symbols if n in env)
+                yield Finding(path, "this expression has no value for the valid input %s (%s)" % (inputs, err))
+                return
+    v = model.violation(ctx, "undefined")
+    if v:
+        yield v

@@ -16,6 +16,12 @@ every overlapping access of another instance:
   replaced, a write that overtook the read),
 - an async-proxy read (TMA store source, wgmma/tcgen05 operand) of
   generic-proxy writes additionally after a proxy fence of each writer.
+
+A class of several threads is one agent, but its threads exchange data: what
+one thread wrote cooperatively, another reads. So an access after another op
+instance's access by the same multi-thread class must also follow a barrier
+(named barrier or block_sync) that the class completed in between: its *peer
+sync*.
 """
 
 
@@ -71,10 +77,20 @@ def _first_after(times, t):
 class Memory:
     """Locations keyed by (region index, slot)."""
 
-    def __init__(self, proxy_fences, names):
+    def __init__(self, proxy_fences, names, weights, peer_syncs, agent_class):
         self.locs = {}
         self.proxy_fences = proxy_fences  # class -> [class clock at each fence.proxy.async]
         self.names = names  # region index -> name
+        self.weights = weights  # class -> threads
+        self.peer_syncs = peer_syncs  # class -> class clock when it last completed a barrier
+        self.agent_class = agent_class  # agent -> the class whose threads it is, -1 for async units
+
+    def _unsynced_peer(self, earlier, agent, inst):
+        """Whether `earlier` was done by other threads of the accessing class with no barrier since."""
+        if earlier.agent != agent or earlier.inst == inst:
+            return False
+        c = self.agent_class[agent] if agent >= 0 else -1
+        return c >= 0 and self.weights[c] > 1 and self.peer_syncs[c] < earlier.time
 
     def loc(self, key):
         loc = self.locs.get(key)
@@ -93,24 +109,25 @@ class Memory:
         raise Violation("write_race", path, "writes `%s` while %s is not ordered before this write" % (name, what),
                         (("the conflicting access", other),))
 
-    def check_write(self, key, box, vc, path, inst, cls, ring):
-        """Raise unless a write of `box` by an agent with clock vc may start now."""
+    def check_write(self, key, box, vc, path, inst, cls, ring, agent=-1):
+        """Raise unless a write of `box` by `agent` (clock vc) may start now."""
         loc = self.locs.get(key)
         if loc is None:
             return
         name = self.names[key[0]]
         for w in loc.writes:
-            if w.inst != inst and vc[w.agent] < w.time and overlaps(w.box, box):
+            if overlaps(w.box, box) and (w.inst != inst and vc[w.agent] < w.time or self._unsynced_peer(w, agent, inst)):
                 self._race(ring, path, name, w.path, "an earlier write")
         for r in loc.reads:
-            if r.inst != inst and vc[r.agent] < r.time and overlaps(r.box, box):
-                self._race(ring, path, name, r.path, "a read of its previous contents")
+            if overlaps(r.box, box) and (r.inst != inst and vc[r.agent] < r.time or self._unsynced_peer(r, agent, inst)):
+                self._race(ring, path, name, r.path, "a read of its previous contents (by other threads of this role)"
+                           if r.agent == agent else "a read of its previous contents")
         for c, p, b in loc.pending:
             if c != cls and overlaps(b, box):
                 self._race(ring, path, name, p, "an in-flight cp.async")
 
     def write(self, key, box, agent, vc, path, inst, cls, ring, generic=False):
-        self.check_write(key, box, vc, path, inst, cls, ring)
+        self.check_write(key, box, vc, path, inst, cls, ring, agent)
         loc = self.loc(key)
         access = Access(agent, vc[agent], path, inst, box, generic, cls)
         kept, replaced = [], []
@@ -140,6 +157,13 @@ class Memory:
                                 "reads `%s` before the write that fills it: nothing orders this read after that write" % name)
             raise Violation("uninit_read", path, "reads `%s` before anything has written it" % name)
         for w in seen:
+            if self._unsynced_peer(w, agent, inst):
+                raise Violation(
+                    "raw", path,
+                    "reads `%s`, which other threads of this role wrote, with no barrier between (named barrier or "
+                    "block_sync): their writes are not visible yet" % name,
+                    (("the write", w.path),),
+                )
             if w.inst == inst or vc[w.agent] >= w.time:
                 continue
             if w.replaced and all(vc[p.agent] >= p.time for p in w.replaced):

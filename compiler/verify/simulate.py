@@ -27,7 +27,7 @@ it. `run(ctx)` returns a ModelResult.
 
 from cake.ir.v1 import ir_pb2
 
-from compiler.verify import binding, exprs, program, threads
+from compiler.verify import exprs, program, threads
 from compiler.verify.memory import Memory, Violation
 
 # Per scenario, ops executed before the model gives up (a note says so).
@@ -36,8 +36,8 @@ MAX_STEPS = 40000
 MAX_CLASSES = 64
 # Stages beyond this are modelled as this many (resource rules reject such rings anyway).
 MAX_STAGES = 8
-AGENTS = 4  # per class: its threads, its TMA loads, its MMAs, its TMA stores
-THREAD_AGENT, TMA_AGENT, MMA_AGENT, STORE_AGENT = range(AGENTS)
+# A class's agents: its threads, and the asynchronous units its role uses (TMA loads, MMAs, TMA stores).
+THREAD_AGENT, TMA_AGENT, MMA_AGENT, STORE_AGENT = range(4)
 WGMMA, TCGEN05, MMA_SYNC = ir_pb2.MMA_KIND_WGMMA, ir_pb2.MMA_KIND_TCGEN05, ir_pb2.MMA_KIND_MMA_SYNC
 
 
@@ -114,16 +114,17 @@ class _Rendezvous:
 class _Runner:
     """One thread class executing its role's body."""
 
-    def __init__(self, index, cls, nodes, env, agents, steps):
+    def __init__(self, index, cls, nodes, env, agents, steps, agent):
         self.index = index
         self.steps = steps  # [ops and loop trips executed], shared by the scenario's classes
         self.cls = cls
-        self.base = AGENTS * index
+        self.agent = agent  # THREAD_AGENT / TMA_AGENT / ... -> agent index
+        self.base = agent[THREAD_AGENT]
         self.env = dict(env)
         self.env.update(cls.env)
         self.iters = []
         self.vc = [0] * agents
-        self.units = [[0] * agents for _ in range(AGENTS)]
+        self.units = {which: [0] * agents for which in agent if which != THREAD_AGENT}
         self.gen = self._body(nodes)
         self.pending = None
         self.done = False
@@ -188,6 +189,15 @@ class Prepared:
         self.classes = classes
         self.writers = _writer_roles(ctx)
         self.groups = _partner_groups(classes)
+        self.agents, self.agent_class = [], []  # class -> {unit: agent}; agent -> class of its threads or -1
+        units = [_units(nodes) for nodes, _, _ in roles]
+        for i, c in enumerate(classes):
+            agent = {THREAD_AGENT: len(self.agent_class)}
+            self.agent_class.append(i)
+            for which in sorted(units[c.role_index]):
+                agent[which] = len(self.agent_class)
+                self.agent_class.append(-1)
+            self.agents.append(agent)
 
 
 class Model:
@@ -197,10 +207,11 @@ class Model:
         self.ctx = ctx
         self.kernel = ctx.kernel
         classes = prepared.classes
-        self.agents = AGENTS * len(classes)
+        self.agents = len(prepared.agent_class)
         self.steps = [0]
         self.runners = [
-            _Runner(i, c, prepared.roles[c.role_index][0], env, self.agents, self.steps) for i, c in enumerate(classes)
+            _Runner(i, c, prepared.roles[c.role_index][0], env, self.agents, self.steps, prepared.agents[i])
+            for i, c in enumerate(classes)
         ]
         self.arrays = {}
         for i, b in enumerate(self.kernel.barriers):
@@ -210,7 +221,11 @@ class Model:
         self.block = _Named(len(classes), self.agents)
         self.rendezvous = {}
         self.proxy_fences = [[] for _ in classes]
-        self.memory = Memory(self.proxy_fences, [r.name for r in self.kernel.regions])
+        self.peer_syncs = [0] * len(classes)
+        self.memory = Memory(
+            self.proxy_fences, [r.name for r in self.kernel.regions], [c.weight for c in classes], self.peer_syncs,
+            prepared.agent_class,
+        )
         self.clusters = any(c > 1 for c in self.kernel.launch.cluster)
         self.writers = prepared.writers
         self.groups = prepared.groups
@@ -224,39 +239,46 @@ class Model:
         runners = self.runners
         steps = self.steps
         while True:
-            best = None
+            best = holder = None  # the least advanced movable class, and the next one
             for r in runners:
-                if not r.done and not r.stuck and (best is None or r.count < best.count):
-                    best = r
+                if r.done or r.stuck:
+                    continue
+                if best is None or r.count < best.count:
+                    best, holder = r, best
+                elif holder is None or r.count < holder.count:
+                    holder = r
             if best is None:
                 if all(r.done for r in runners):
                     self.finish()
                     return
                 self.diagnose()
             r = best
-            node = r.pending
-            if node is None:
-                node = next(r.gen, None)
+            # Run `r` until another class is less advanced (or ties and comes first), it blocks, or state changes.
+            while True:
+                node = r.pending or next(r.gen, None)
                 if node is None:
                     r.done = True
-                    continue
-            self.changed = False
-            try:
-                ok = self.execute(r, node)
-            except exprs.ExprError as e:
-                raise Violation("undefined", node.path, "an expression of this op has no value here (%s)" % e)
-            if ok:
-                r.pending = None
-                r.count += 1
-                steps[0] += 1
-                if steps[0] > MAX_STEPS:
-                    raise Skipped("the model stopped after %d steps" % MAX_STEPS)
-            else:
-                r.pending = node
-                r.stuck = True
-            if self.changed:  # barrier state moved: blocked classes may pass now
-                for x in runners:
-                    x.stuck = False
+                    break
+                self.changed = False
+                try:
+                    ok = self.execute(r, node)
+                except exprs.ExprError as e:
+                    raise Violation("undefined", node.path, "an expression of this op has no value here (%s)" % e)
+                if ok:
+                    r.pending = None
+                    r.count += 1
+                    steps[0] += 1
+                    if steps[0] > MAX_STEPS:
+                        raise Skipped("the model stopped after %d steps" % MAX_STEPS)
+                else:
+                    r.pending = node
+                    r.stuck = True
+                if self.changed:  # barrier state moved: blocked classes may pass now
+                    for x in runners:
+                        x.stuck = False
+                    break
+                if not ok or (holder is not None and _progress(r) > _progress(holder)):
+                    break
 
     def execute(self, r, node):
         if not node.collective:
@@ -286,9 +308,9 @@ class Model:
             rv.arrived.add(r.index)
             rv.acc = _join(rv.acc, r.vc)
             r.rv = key
-            self.changed = True
             if rv.arrived >= rv.expected:
                 rv.done = True
+                self.changed = True
         if not rv.done:
             return False
         r.vc = _join(r.vc, rv.acc)
@@ -347,7 +369,7 @@ class Model:
         """Issue on one of the class's async units: its clock joins the issuer's and ticks."""
         r.tick()
         u = _join(r.units[which], r.vc)
-        u[r.base + which] += 1
+        u[r.agent[which]] += 1
         r.units[which] = u
         return u
 
@@ -374,7 +396,7 @@ class Model:
                     "loads into stage %d of `%s` but signals barrier `%s` slot %d"
                     % (slot_of_tile, tile.name, node.bar.name, index),
                 )
-        self.write(r, tile, node, agent_vc=u, agent=r.base + TMA_AGENT)
+        self.write(r, tile, node, agent_vc=u, agent=r.agent[TMA_AGENT])
         nbytes = node.bytes * node.copies * r.cls.weight
         self.contribute(array, index, node, u, 0, -nbytes, self.intended(r, node.bar))
         return True
@@ -382,7 +404,7 @@ class Model:
     def op_tma_store(self, r, node):
         u = self.unit(r, STORE_AGENT)
         for t in node.reads:
-            self.read(r, t, node, agent_vc=u, agent=r.base + STORE_AGENT, async_proxy=True)
+            self.read(r, t, node, agent_vc=u, agent=r.agent[STORE_AGENT], async_proxy=True)
         r.store_groups.append(list(u))
         return True
 
@@ -400,7 +422,7 @@ class Model:
             if t.space != program.SHARED:
                 continue
             key, box, inst = (t.region, self.slot(r, t, node.path)), t.box(r.env), self.inst(r, node)
-            self.memory.check_write(key, box, r.vc, node.path, inst, r.index, t.ring)
+            self.memory.check_write(key, box, r.vc, node.path, inst, r.index, t.ring, r.base)
             self.memory.loc(key).pending.append((r.index, node.path, box))
             group.append((key, box, t, node.path, inst))
         r.cp_groups.append(group)
@@ -427,7 +449,7 @@ class Model:
             self.write(r, node.acc, node)
             return True
         u = self.unit(r, MMA_AGENT)
-        agent = r.base + MMA_AGENT
+        agent = r.agent[MMA_AGENT]
         for t in node.reads:
             if t.space == program.SHARED:
                 self.read(r, t, node, agent_vc=u, agent=agent, async_proxy=True)
@@ -460,7 +482,7 @@ class Model:
 
     def op_mma_commit(self, r, node):
         r.tick()
-        arrival = _join(r.vc, r.units[MMA_AGENT])
+        arrival = _join(r.vc, r.units[MMA_AGENT]) if MMA_AGENT in r.units else list(r.vc)
         array, index = self.mbarrier(r, node.bar, node, arrival, async_proxy=True)
         r.mma_groups = []  # completion is routed to the barrier, not to this thread
         self.contribute(array, index, node, arrival, r.cls.weight, 0, self.intended(r, node.bar))
@@ -568,7 +590,6 @@ class Model:
         if arrivals:
             s.arrives.append(node.path)
         s.acc = _join(s.acc, vc)
-        self.changed = True
         if s.pending == 0:
             if s.tx < 0:
                 raise Violation(
@@ -591,6 +612,7 @@ class Model:
         s.ph += 1
         s.last = _join(s.last, s.acc)
         s.reset(array.arrivals, self.agents)
+        self.changed = True
 
     def incomplete(self, array, index, s):
         """Raise when the slot's current phase received contributions but cannot complete with them."""
@@ -694,9 +716,9 @@ class Model:
         b.arrived += weight
         b.acc = _join(b.acc, r.vc)
         b.who.append(node.path)
-        self.changed = True
         gen = b.gen
         if b.arrived == b.threads:
+            self.changed = True
             b.released[gen] = b.acc
             b.gen += 1
             b.arrived, b.acc, b.who = 0, [0] * self.agents, []
@@ -715,6 +737,7 @@ class Model:
             return False
         del r.named[node.array]
         r.vc = _join(r.vc, b.released[gen])
+        self.peer_syncs[r.index] = r.tick()
         return True
 
     def op_named_barrier_arrive(self, r, node):
@@ -735,6 +758,7 @@ class Model:
         r.vc = _join(r.vc, b.released[r.sync_reg])
         r.sync_reg = None
         r.syncs += 1
+        self.peer_syncs[r.index] = r.tick()
         return True
 
     # -- the end ----------------------------------------------------------------
@@ -807,6 +831,28 @@ class Model:
         )
 
 
+def _units(nodes):
+    """The asynchronous units a role's body uses."""
+    found, stack = set(), list(nodes)
+    while stack:
+        n = stack.pop()
+        if n.kind == "loop":
+            stack += n.body
+        elif n.kind == "branch":
+            stack += n.then + n.els
+        elif n.kind == "tma_load":
+            found.add(TMA_AGENT)
+        elif n.kind == "tma_store":
+            found.add(STORE_AGENT)
+        elif n.kind == "mma" and n.mkind != MMA_SYNC:
+            found.add(MMA_AGENT)
+    return found
+
+
+def _progress(r):
+    return r.count, r.index
+
+
 def _noop(r, node):
     return True
 
@@ -853,10 +899,12 @@ def _partner_groups(classes):
 
 
 def max_trips(ctx):
-    """2 * S + 1 for the deepest ring S (pipelines, and barrier arrays addressed by round)."""
+    """2 * S + 1 for the deepest ring S (pipelines, staged regions, barrier arrays addressed by round)."""
     depth = 1
     for p in ctx.kernel.pipelines:
         depth = max(depth, p.stages)
+    for r in ctx.kernel.regions:
+        depth = max(depth, r.stages)
     for site in ctx.ops:
         ref = getattr(site.msg, "barrier", None) if site.msg is not None else None
         if isinstance(ref, ir_pb2.BarrierRef) and ref.WhichOneof("slot") == "round":
@@ -878,7 +926,7 @@ def run(ctx):
             return ModelResult(skipped="more than %d thread classes" % MAX_CLASSES)
     for i, c in enumerate(classes):
         c.index = i
-    scenarios = binding.Binder(ctx).scenarios(max_trips(ctx))
+    scenarios = ctx.binder.scenarios(max_trips(ctx))
     if not scenarios:
         return ModelResult(skipped="no valid input satisfies the contract")
     prepared = Prepared(ctx, roles, classes)

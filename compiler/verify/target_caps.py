@@ -3,6 +3,7 @@
 
 from cake.ir.v1 import ir_pb2
 
+from compiler.targets import FEATURES
 from compiler.verify.registry import Finding, rule
 
 
@@ -17,13 +18,20 @@ def known_target(ctx):
 
 
 def _gate(id, feature, doc, fix_hint, uses):
-    """Register a rule reporting each use (path, what) that needs `feature` on a target without it."""
+    """Register a rule reporting the uses (path, what) of `feature` on a target without it: one finding
+    at the first use, the others as notes (the defect is the target choice, not each use)."""
 
     def check(ctx):
         if ctx.target is None or ctx.has(feature):
             return
-        for path, what in uses(ctx):
-            yield Finding(path, "%s needs %s, which %s does not have" % (what, feature, ctx.target_name))
+        found = list(uses(ctx))
+        if found:
+            (path, what), rest = found[0], found[1:]
+            more = " (and %d more uses)" % len(rest) if rest else ""
+            yield Finding(
+                path, "%s needs %s, which %s does not have%s" % (what, FEATURES[feature], ctx.target_name, more),
+                tuple(("also needs %s" % feature, p) for p, _ in rest[:4]),
+            )
 
     check.__name__ = "needs_" + feature
     rule(id, "target", "error", doc=doc, fix_hint=fix_hint)(check)
@@ -49,7 +57,8 @@ def _ops(*kinds):
     return uses
 
 
-def _tensor_memory(ctx):
+def _tcgen05(ctx):
+    yield from _mma_uses("tcgen05")(ctx)
     for i, r in enumerate(ctx.kernel.regions):
         if r.space == ir_pb2.MEMORY_SPACE_TENSOR:
             yield "kernel.regions[%d]" % i, "tensor-memory region `%s`" % r.name
@@ -73,7 +82,7 @@ def _registers(ctx):
             yield ctx.role_path(i), "a register budget for role `%s` (setmaxnreg)" % role.name
 
 
-def _fences(feature, kind):
+def _fences(kind):
     def uses(ctx):
         for s in ctx.sites("fence"):
             if s.msg.kind == kind:
@@ -84,23 +93,21 @@ def _fences(feature, kind):
 
 _gate("CAKE-TARGET-002", "wgmma", "wgmma MMAs only on targets with wgmma (sm_90a).",
       "Use mma_sync on sm_80 and tcgen05 on sm_100a.", _mma_uses("wgmma"))
-_gate("CAKE-TARGET-003", "tcgen05", "tcgen05 MMAs only on targets with tcgen05 (sm_100a).",
-      "Use wgmma on sm_90a and mma_sync on sm_80.", _mma_uses("tcgen05"))
-_gate("CAKE-TARGET-004", "tensor_memory", "Tensor memory (regions, tmem_load, mma_commit) only on sm_100a.",
-      "Accumulate in registers on targets without tensor memory.", _tensor_memory)
-_gate("CAKE-TARGET-005", "tma", "TMA loads, stores and bulk waits only on targets with TMA (sm_90a+).",
+_gate("CAKE-TARGET-003", "tcgen05", "tcgen05 MMAs and tensor memory (regions, tmem_load, mma_commit) only on sm_100a.",
+      "Use wgmma (register accumulators) on sm_90a and mma_sync on sm_80.", _tcgen05)
+_gate("CAKE-TARGET-004", "tma", "TMA loads, stores and bulk waits only on targets with TMA (sm_90a+).",
       "Use cp_async (with cp_async_wait) on sm_80.", _ops("tma_load", "tma_store", "bulk_wait"))
-_gate("CAKE-TARGET-006", "mbarrier_tx", "mbarrier expect_tx only on targets with transaction counts (sm_90a+).",
+_gate("CAKE-TARGET-005", "mbarrier_tx", "mbarrier expect_tx only on targets with transaction counts (sm_90a+).",
       "Use plain arrivals (cp.async completes through cp_async_wait) on sm_80.", _ops("mbarrier_expect_tx"))
-_gate("CAKE-TARGET-007", "clusters", "Clusters, multicast and cluster.rank only on targets with clusters (sm_90a+).",
+_gate("CAKE-TARGET-006", "clusters", "Clusters, multicast and cluster.rank only on targets with clusters (sm_90a+).",
       "Launch without clusters on sm_80.", _clusters)
-_gate("CAKE-TARGET-008", "stmatrix", "stmatrix only on targets with it (sm_90a+).",
+_gate("CAKE-TARGET-007", "stmatrix", "stmatrix only on targets with it (sm_90a+).",
       "Store fragments with copy on sm_80.", _ops("stmatrix"))
-_gate("CAKE-TARGET-009", "setmaxnreg", "Role register budgets (setmaxnreg) only on sm_90a and sm_100a.",
+_gate("CAKE-TARGET-008", "setmaxnreg", "Role register budgets (setmaxnreg) only on sm_90a and sm_100a.",
       "Leave `registers` at 0 on sm_80 (ptxas allocates).", _registers)
 # The async proxy and mbarrier-init fences arrive with TMA and transaction counts (sm_90).
-_gate("CAKE-TARGET-010", "tma", "fence.proxy.async only on targets with an async proxy (TMA, sm_90a+).",
+_gate("CAKE-TARGET-009", "tma", "fence.proxy.async only on targets with an async proxy (TMA, sm_90a+).",
       "Drop the fence on sm_80: its shared-memory readers are all generic-proxy.",
-      _fences("tma", ir_pb2.FENCE_KIND_PROXY_ASYNC))
-_gate("CAKE-TARGET-011", "mbarrier_tx", "fence.mbarrier_init only on sm_90a+.",
-      "On sm_80 a block_sync after mbarrier_init publishes it.", _fences("mbarrier_tx", ir_pb2.FENCE_KIND_MBARRIER_INIT))
+      _fences(ir_pb2.FENCE_KIND_PROXY_ASYNC))
+_gate("CAKE-TARGET-010", "mbarrier_tx", "fence.mbarrier_init only on sm_90a+.",
+      "On sm_80 a block_sync after mbarrier_init publishes it.", _fences(ir_pb2.FENCE_KIND_MBARRIER_INIT))

@@ -6,11 +6,15 @@ warp (modelled as lane 0).
 
 Threads whose every branch outcome and every synchronization-relevant value
 is the same behave identically in the protocol model, so the model runs one
-*class* per such set, weighted by its size. `role_classes` partitions a role by:
-- each builtin-only atom of a branch condition (`warp % 4 == 0`, `elected`): its truth;
-- each atom mixing builtins with other names (`warp == kt % 4`), and each
-  synchronization-relevant expression that mentions builtins (a barrier index
-  `full[warpgroup]`, a stage): the values of the builtins it mentions.
+*class* per such set, weighted by its size. `role_classes` keys each thread by:
+- each branch condition partially evaluated with the thread's builtins bound:
+  builtin-only atoms (`warp % 4 == 0`, `elected`) become true or false, other
+  atoms stay symbolic (atoms mixing builtins with other names, `warp == kt % 4`,
+  keep the builtin values they read), and/or simplify. Under
+  `warp == 0 && elected && t > 0` a thread outside warp 0 gets `false` whether
+  elected or not, so the two share a class;
+- the values of the builtins that synchronization-relevant expressions read
+  (a barrier index `full[warpgroup]`, a stage).
 """
 
 from compiler.verify import exprs
@@ -45,34 +49,60 @@ def _safe(fn, env):
         return None
 
 
+class _Cond:
+    """A branch condition compiled for partial evaluation over a thread's builtins."""
+
+    def __init__(self, expr, depth=0):
+        b = expr.binary if expr.WhichOneof("kind") == "binary" else None
+        self.op = None
+        if b is not None and b.op in (exprs.OP.BINARY_OP_AND, exprs.OP.BINARY_OP_OR) and depth <= exprs.MAX_DEPTH:
+            self.op = "and" if b.op == exprs.OP.BINARY_OP_AND else "or"
+            self.lhs, self.rhs = _Cond(b.lhs, depth + 1), _Cond(b.rhs, depth + 1)
+            return
+        names = exprs.names(expr)
+        self.named = sorted(names & THREAD)
+        self.builtin_only = bool(self.named) and names <= THREAD
+        self.fn = exprs.compile_expr(expr) if self.builtin_only else None
+        self.id = expr.SerializeToString()
+
+    def residual(self, env):
+        """True, False, or a hashable stand-in for what the condition still depends on."""
+        if self.op is None:
+            if self.builtin_only:
+                v = _safe(self.fn, env)
+                return "undefined" if v is None else bool(v)
+            return (self.id, tuple(env[n] for n in self.named))
+        lhs, rhs = self.lhs.residual(env), self.rhs.residual(env)
+        absorbing = self.op == "or"  # True absorbs an or, False an and
+        if lhs is absorbing or rhs is absorbing:
+            return absorbing
+        if lhs is (not absorbing):
+            return rhs
+        if rhs is (not absorbing):
+            return lhs
+        return (self.op, lhs, rhs)
+
+
 class _Key:
     """How to tell two threads' classes apart (see the module docstring)."""
 
     def __init__(self, conds, values):
-        seen, self.bits, self.named = set(), [], set()
+        seen, self.conds, named = set(), [], set()
         for cond in conds:
-            for atom in exprs.atoms(cond):
-                ns = exprs.names(atom)
-                mentioned = ns & THREAD
-                if not mentioned:
-                    continue
-                if ns <= THREAD:
-                    text = atom.SerializeToString()
-                    if text not in seen:
-                        seen.add(text)
-                        self.bits.append(exprs.compile_expr(atom))
-                else:
-                    self.named |= mentioned
+            text = cond.SerializeToString()
+            if text not in seen and exprs.names(cond) & THREAD:
+                seen.add(text)
+                self.conds.append(_Cond(cond))
         for value in values:
-            self.named |= exprs.names(value) & THREAD
-        self.named = sorted(self.named)
+            named |= exprs.names(value) & THREAD
+        self.named = sorted(named)
         # Lane-level builtins force a per-thread partition; otherwise a warp's lanes 1..31 agree.
-        self.per_thread = any({"thread", "lane"} & exprs.names(c) for c in conds) or bool(
-            {"thread", "lane"} & set(self.named)
+        self.per_thread = bool({"thread", "lane"} & named) or any(
+            {"thread", "lane"} & exprs.names(c) for c in conds
         )
 
     def of(self, env):
-        return tuple(_safe(b, env) for b in self.bits) + tuple(env[n] for n in self.named)
+        return tuple(c.residual(env) for c in self.conds) + tuple(env[n] for n in self.named)
 
 
 def role_classes(role_index, threads, conds, values):
