@@ -182,7 +182,7 @@ def ownership(ctx):
 def _range(expr, role_threads):
     """(min, max) of a start expression over a role's threads, when it depends only on builtins; else None."""
     names = exprs.names(expr)
-    if not names <= threads.THREAD:
+    if not names <= threads.THREAD or role_threads > 1024:  # larger blocks are a resource error already
         return None
     fn = exprs.compile_expr(expr)
     step = 1 if names & {"thread", "lane"} else 32

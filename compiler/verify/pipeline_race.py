@@ -13,25 +13,22 @@ from compiler.verify.registry import Finding, rule
 )
 def ring_shape(ctx):
     for i, p in enumerate(ctx.kernel.pipelines):
-        path = "kernel.pipelines[%d]" % i
+        problems, notes = [], []
         if p.full == p.empty:
-            yield Finding(path, "pipeline `%s` uses `%s` as both its full and empty barrier" % (p.name, p.full))
+            problems.append("`%s` is both its full and its empty barrier" % p.full)
         for role, name in (("full", p.full), ("empty", p.empty)):
             b = ctx.barrier(name)
-            if b is None:
-                continue
-            if b.kind != ir_pb2.BARRIER_KIND_MBARRIER or max(1, b.count) != p.stages:
-                yield Finding(path, "the %s barrier `%s` of %d-stage pipeline `%s` must be an mbarrier array of %d"
-                              % (role, name, p.stages, p.name, p.stages),
-                              (("`%s` is declared here" % name, ctx.barrier_path(name)),))
+            if b is not None and (b.kind != ir_pb2.BARRIER_KIND_MBARRIER or max(1, b.count) != p.stages):
+                problems.append("its %s barrier `%s` is not an mbarrier array of %d" % (role, name, p.stages))
+                notes.append(("`%s` is declared here" % name, ctx.barrier_path(name)))
         for name in p.regions:
             r = ctx.region(name)
-            if r is None:
-                continue
-            if r.space != ir_pb2.MEMORY_SPACE_SHARED or max(1, r.stages) != p.stages:
-                yield Finding(path, "region `%s` of %d-stage pipeline `%s` must be shared with %d stages"
-                              % (name, p.stages, p.name, p.stages),
-                              (("`%s` is declared here" % name, ctx.region_path(name)),))
+            if r is not None and (r.space != ir_pb2.MEMORY_SPACE_SHARED or max(1, r.stages) != p.stages):
+                problems.append("region `%s` is not a shared region of %d stages" % (name, p.stages))
+                notes.append(("`%s` is declared here" % name, ctx.region_path(name)))
+        if problems:
+            yield Finding("kernel.pipelines[%d]" % i, "%d-stage pipeline `%s`: %s" % (p.stages, p.name, "; ".join(problems)),
+                          tuple(notes))
 
 
 model.model_rule(

@@ -1,0 +1,65 @@
+"""The protocol model on a small TMA ring: defects that need the ring to wrap show at t = stages + 1,
+and the model's limits turn into a note, never an exception."""
+
+import pytest
+from cake.ir.v1 import ir_pb2
+
+from compiler.ir.expr import E, as_expr
+from compiler.verify import simulate, verify
+from compiler.verify.context import Context
+from compiler.verify.testkernels import lapping, ring
+
+
+@pytest.mark.parametrize("stages", [1, 2, 3, 4])
+def test_clean_ring_runs_every_trip_count_up_to_2s_plus_1(stages):
+    res = simulate.run(Context(ring(stages=stages)))
+    assert res.violation is None and res.skipped is None
+    assert [t for t, _ in res.scenarios] == list(range(1, 2 * stages + 2))
+
+
+@pytest.mark.parametrize("stages", [1, 2, 3, 4])
+@pytest.mark.parametrize("knob, kind", [("release", "deadlock"), ("wait_empty", "ring_race")])
+def test_wrap_around_defects_show_at_stages_plus_one(stages, knob, kind):
+    res = simulate.run(Context(ring(stages=stages, **{knob: False})))
+    assert res.violation.kind == kind
+    assert res.scenarios[-1][0] == stages + 1
+
+
+def test_short_arrivals_show_on_the_first_trip():
+    res = simulate.run(Context(ring(empty_arrivals=33)))
+    assert res.violation.kind == "arrival_count" and res.scenarios[-1][0] == 1
+
+
+def test_expect_tx_mismatch():
+    k = ring(expect_bytes=128)
+    res = simulate.run(Context(k))
+    assert res.violation.kind == "tx_bytes"
+
+
+def test_lapped_waiter_sees_another_rounds_phase():
+    res = simulate.run(Context(lapping()))
+    assert res.violation.kind == "phase_mismatch"
+    assert res.violation.path == "kernel.roles[1].body[2].mbarrier_wait"
+
+
+def test_too_many_thread_classes_skip_the_model_with_a_note():
+    k = ring()
+    # A condition comparing `thread` with a loop variable gives every thread its own class.
+    loop = k.roles[1].body[1].loop
+    arrive = loop.body[2]
+    guarded = ir_pb2.Op(branch=ir_pb2.Branch(cond=as_expr(E.sym("thread") != E.sym("i") + 100)))
+    guarded.branch.then_body.add().CopyFrom(arrive)
+    arrive.CopyFrom(guarded)
+    k.roles[1].warps = 4
+    res = simulate.run(Context(k))
+    assert res.skipped and "thread classes" in res.skipped
+    notes = [d for d in verify(k) if d.id == "CAKE-SYNC-016"]
+    assert len(notes) == 1 and "did not run" in notes[0].message
+
+
+def test_huge_loops_stop_at_the_step_budget():
+    k = ring()
+    busy = k.roles[1].body.add(loop=ir_pb2.Loop(var="b", start=as_expr(0), end=as_expr(10 ** 9)))
+    busy.loop.body.add(fill=ir_pb2.Fill(dst=ir_pb2.TileRef(region="v")))
+    res = simulate.run(Context(k))
+    assert res.skipped and "stopped after" in res.skipped

@@ -1,0 +1,63 @@
+"""Small kernels for the verifier's tests: a TMA stage ring with knobs that break one thing at a time,
+and a barrier whose waiter is lapped."""
+
+from compiler.ir.builder import KernelBuilder
+
+
+def ring(stages=2, release=True, wait_empty=True, empty_arrivals=32, expect_bytes=256, target="sm_90a"):
+    """One producer warp fills a `stages`-deep ring of 64-float tiles by TMA; one consumer warp copies each
+    tile through registers to the output, and each of its threads releases the slot."""
+    k = KernelBuilder("ring", target=target)
+    n = k.symbol("N", min=64, max=1 << 16, doc="elements")
+    k.contract(math="y[i] = x[i]", reference="kernels.test.copy", metric="exact", tolerance=0.0)
+    k.require(n % 64 == 0, "whole tiles")
+    x = k.tensor("x", "f32", [n])
+    y = k.tensor("y", "f32", [n], access="write")
+    k.grid(1)
+    s = k.shared("s", "f32", [64], stages=stages)
+    v = k.registers("v", "f32", [64], layout="per_thread", owner="use")
+    full = k.mbarrier("full", arrivals=1, count=stages, tx_bytes=expect_bytes)
+    empty = k.mbarrier("empty", arrivals=empty_arrivals, count=stages)
+    k.pipeline("ring", stages, full, empty, [s], producer="load", consumers=["use"])
+    with k.role("load", "producer", warps=1) as r:
+        with r.if_(r.thread == 0):
+            r.mbarrier_init(full)
+            r.mbarrier_init(empty)
+            r.fence("mbarrier_init")
+        r.block_sync()
+        with r.if_(r.elected):
+            with r.loop("i", 0, n // 64) as i:
+                if wait_empty:
+                    r.wait(empty.round(i))
+                r.expect_tx(full.round(i), expect_bytes)
+                r.tma_load(x[i * 64], s[i % stages], full.round(i))
+    with k.role("use", "consumer", warps=1) as r:
+        r.block_sync()
+        with r.loop("i", 0, n // 64) as i:
+            r.wait(full.round(i))
+            r.copy(s[i % stages], v.all)
+            if release:
+                r.arrive(empty.round(i))
+            r.copy(v.all, y[i * 64])
+    return k.build()
+
+
+def lapping():
+    """One thread completes three phases of one barrier; the other role, busy first, then waits for the first."""
+    k = KernelBuilder("lap", target="sm_90a")
+    k.contract(math="-", reference="kernels.test.none", metric="exact", tolerance=0.0)
+    bar = k.mbarrier("bar", arrivals=1)
+    v = k.registers("v", "f32", [1], layout="per_thread", owner="late")
+    with k.role("early", "producer", warps=1) as r:
+        with r.if_(r.thread == 0):
+            r.mbarrier_init(bar)
+        r.block_sync()
+        with r.if_(r.thread == 0):
+            with r.loop("i", 0, 3) as i:
+                r.arrive(bar.round(i))
+    with k.role("late", "consumer", warps=1) as r:
+        r.block_sync()
+        with r.loop("b", 0, 40):
+            r.fill(v.all, 0.0)
+        r.wait(bar.round(0))
+    return k.build()
