@@ -3,6 +3,7 @@
 # Bazel or registries (the lent H200). From the repo root:
 #
 #   ci/gpu_run.sh [pytest args...]        results under $OUT (default: ./gpu-results)
+#   CAKE_BENCH=1 ci/gpu_run.sh             also run the benchmarks (JSON under $OUT)
 #
 # Carried in from the build machine (see ci/README.md): .whl/ (wheels the GPU image
 # lacks, e.g. the protobuf runtime the generated code needs) and .gen/ (generated
@@ -31,7 +32,15 @@ print(subprocess.run(["nvidia-smi", "--query-gpu=driver_version,clocks.sm,clocks
                      capture_output=True, text=True).stdout.strip())
 PY
 
-python3 -m pytest -m "gpu or sm_90a" -rA --junitxml="$OUT/gpu-tests.xml" "$@" 2>&1 | tee "$OUT/gpu-tests.log"
+# The GPU tests live beside the runtime and the kernels; other folders hold CPU-only tests.
+[ $# -gt 0 ] || set -- runtime kernels
+python3 -m pytest -p no:cacheprovider -m "gpu or sm_90a" -rA --junitxml="$OUT/gpu-tests.xml" "$@" 2>&1 | tee "$OUT/gpu-tests.log" | grep -E "PASSED|FAILED|ERROR|SKIPPED|passed|failed"
 status=${PIPESTATUS[0]}
 echo "ci/gpu_run.sh: pytest exit status $status"
+
+if [ "${CAKE_BENCH:-0}" = 1 ]; then
+  timeout 300 python3 -m kernels.gemm.bench --out "$OUT/gemm_h200.json" || status=1
+  timeout 900 python3 -m kernels.kmeans.bench --shapes paper,large,sweep --impls cake,flashlib,flash-kmeans \
+    --lloyd --reps 20 --timeout 400 --out "$OUT/kmeans_h200.json" || status=1
+fi
 exit "$status"

@@ -61,17 +61,23 @@ def nonneg(expr, scope):
     return False
 
 
-def cexpr(expr, scope):
-    """C++ text of an IR expression (fully parenthesised below the top level)."""
+def cexpr(expr, scope, registers=()):
+    """C++ text of an IR expression (fully parenthesised below the top level).
+
+    `registers` names the role's one-element register regions: a symbol naming one is
+    that register's run-time value (a label read from memory, a running count).
+    """
     kind = expr.WhichOneof("kind")
     if kind == "int":
         return "%dLL" % expr.int if abs(expr.int) >= 1 << 31 else str(expr.int)
     if kind == "sym":
+        if expr.sym in registers:
+            return "r_%s[0]" % expr.sym
         return ident(expr.sym)
     if kind != "binary":
         raise ValueError("empty expression")
     b = expr.binary
-    lhs, rhs = cexpr(b.lhs, scope), cexpr(b.rhs, scope)
+    lhs, rhs = cexpr(b.lhs, scope, registers), cexpr(b.rhs, scope, registers)
     if b.op in _INFIX:
         return "(%s %s %s)" % (lhs, _INFIX[b.op], rhs)
     if b.op in (OP.BINARY_OP_DIV, OP.BINARY_OP_MOD):

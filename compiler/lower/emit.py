@@ -10,7 +10,7 @@ from cake.ir.v1 import ir_pb2
 from compiler.lower import ops
 from compiler.lower.cexpr import cexpr, ident
 from compiler.lower.context import DTYPE_CTYPE, LoweringError, dtype_name
-from compiler.lower.fragments import declare_fragment
+from compiler.lower.fragments import Fragment, declare_fragment
 from compiler.lower.writer import Writer
 
 INT32_MAX = (1 << 31) - 1
@@ -36,9 +36,13 @@ class Emitter:
         self.w = writer
         self.role = None
         self.scope = {}
+        self.scalars = frozenset()  # the role's one-element register regions, usable in expressions
+        # Accumulators of this role's wgmma groups still in flight, oldest first, as far as
+        # program order tells; None once control flow makes it path-dependent.
+        self.inflight = []
 
     def expr(self, e):
-        return cexpr(e, self.scope)
+        return cexpr(e, self.scope, self.scalars)
 
     def ops(self, op_list, path):
         for i, op in enumerate(op_list):
@@ -104,6 +108,23 @@ def _register_budget_at_entry(ctx):
     return min(255, (65536 // (ctx.threads * blocks)) // 8 * 8)
 
 
+def _check_register_budgets(ctx):
+    """setmaxnreg moves registers between warpgroups of the block's allocation at launch
+    (the entry budget x threads); asking for more than that makes setmaxnreg.inc wait
+    forever, so such budgets are refused here rather than hang on the GPU."""
+    if not ctx.target.has("setmaxnreg"):
+        return
+    entry = _register_budget_at_entry(ctx)
+    total = sum((info.role.registers or entry) * info.threads for info in ctx.roles)
+    if total > entry * ctx.threads:
+        raise LoweringError(
+            "kernel.roles",
+            "role register budgets need %d registers but the block is allocated %d at launch (%d threads x %d); "
+            "setmaxnreg.inc would wait forever" % (total, entry * ctx.threads, ctx.threads, entry),
+            "lower the consumer budgets or the producer's further, so that sum(budget x threads) <= %d" % (entry * ctx.threads),
+        )
+
+
 def _role(ctx, em, info):
     w = em.w
     role = info.role
@@ -128,6 +149,13 @@ def _role(ctx, em, info):
                 declare_fragment(w, region)
         em.role = info
         em.scope = {s.name: s.min >= 0 for s in ctx.kernel.contract.symbols}
+        em.inflight = []
+        em.scalars = frozenset(
+            r.name for r in ctx.kernel.regions
+            if r.space == ir_pb2.MEMORY_SPACE_REGISTER and r.owner == role.name
+            and r.layout in (ir_pb2.FRAGMENT_LAYOUT_PER_THREAD, ir_pb2.FRAGMENT_LAYOUT_ROW_PER_THREAD)
+            and Fragment(r).count == 1
+        )
         em.ops(role.body, path + ".body")
 
 
@@ -137,6 +165,7 @@ def emit_kernel(ctx):
     body.depth = 1
     em = Emitter(ctx, body)
     _prologue(ctx, body)
+    _check_register_budgets(ctx)
     body.line("const int cake_warp_id = cake::warp_index();")
     for info in ctx.roles:
         _role(ctx, em, info)

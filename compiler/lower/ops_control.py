@@ -30,15 +30,23 @@ def loop(em, op, path):
             var, start, counter, var, end, var, counter)
     else:
         header = "for (int %s = %s; %s < %s; %s += %s)" % (var, start, var, end, var, step)
+    entry = None if em.inflight is None else list(em.inflight)
     with em.w.block(header):
         em.ops(op.body, path + ".body")
+    if em.inflight != entry:
+        em.inflight = None  # the in-flight wgmma groups differ between iterations
     em.scope = saved
 
 
 @printer("branch")
 def branch(em, op, path):
+    entry = None if em.inflight is None else list(em.inflight)
     with em.w.block("if (%s)" % em.expr(op.cond)):
         em.ops(op.then_body, path + ".then_body")
+    after_then = em.inflight
+    em.inflight = None if entry is None else list(entry)
     if len(op.else_body):
         with em.w.block("else"):
             em.ops(op.else_body, path + ".else_body")
+    if after_then != em.inflight:
+        em.inflight = None  # the arms leave different wgmma groups in flight

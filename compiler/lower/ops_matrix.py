@@ -108,6 +108,9 @@ def _wgmma(em, op, path):
                 "const uint64_t cake_desc_%s = cake::wgmma::make_desc(%s + %s, %d, %d, cake::wgmma::Swizzle::%s);"
                 % (name, opnd.base, opnd.origin(), lbo, 8 * opnd.span, _DESC_SWIZZLE[opnd.span])
             )
+        if em.inflight is not None and acc.region.name not in em.inflight:
+            # Pin earlier reads of the accumulator before the wgmma that overwrites it.
+            w.line("cake::wgmma::fence_operands(%s.d);" % acc.name)
         w.line("cake::wgmma::fence();")
         for j in range(a.k // 16):
             w.line(
@@ -116,6 +119,8 @@ def _wgmma(em, op, path):
                    a.k_step_offset(j) >> 4, b.k_step_offset(j) >> 4, "cake_scale_d" if j == 0 else "1")
             )
         w.line("cake::wgmma::commit();")
+    if em.inflight is not None:
+        em.inflight.append(acc.region.name)
 
 
 def _ldmatrix_address(opnd, row, col):
@@ -212,11 +217,19 @@ def mma(em, op, path):
 
 @printer("mma_wait")
 def mma_wait(em, op, path):
+    # Fence (pin after the wait) only the accumulators this wait retires: touching one whose
+    # wgmma is still in flight makes ptxas serialize every wgmma. Which groups are retired
+    # comes from the role's static wgmma order (see Emitter.inflight); when it is unknown,
+    # nothing is fenced and ptxas orders each read after its group's retirement itself.
     if em.ctx.target.has("wgmma"):
         em.w.line("cake::wgmma::wait<%d>();" % op.pending)
-        for region in em.ctx.registers.values():
-            if region.owner == em.role.role.name and region.layout == ir_pb2.FRAGMENT_LAYOUT_WGMMA_ACC:
-                em.w.line("cake::wgmma::fence_operands(r_%s.d);" % region.name)
+        if em.inflight is not None:
+            keep = len(em.inflight) - op.pending if op.pending else len(em.inflight)
+            retired = em.inflight[:max(0, keep)]
+            em.inflight = em.inflight[max(0, keep):]
+            for name in dict.fromkeys(retired):
+                if name not in em.inflight:
+                    em.w.line("cake::wgmma::fence_operands(r_%s.d);" % name)
 
 
 @printer("mma_commit")

@@ -130,9 +130,9 @@ def copy(em, op, path):
                 o = other.lvalue(coords)
                 cond = other.in_bounds(coords) if isinstance(other, GlobalAccess) else "true"
             if frag is src:
-                w.line("if (%s%s) %s = cake::convert<%s>(cake::to_float(%s));" % (guard, cond, o, other.ctype, frag.elem("i")))
+                w.line("if (%s%s) %s = cake::cast<%s>(%s);" % (guard, cond, o, other.ctype, frag.elem("i")))
             else:
-                w.line("%s = %s ? cake::convert<%s>(cake::to_float(%s)) : %s(0);" % (frag.elem("i"), cond, frag.ctype, o, frag.ctype))
+                w.line("%s = %s ? cake::cast<%s>(%s) : %s(0);" % (frag.elem("i"), cond, frag.ctype, o, frag.ctype))
         return
     # shared <-> global, cooperatively over the role's threads.
     tile = src if isinstance(src, SharedAccess) else dst

@@ -12,6 +12,8 @@
 #include <cuda_fp16.h>
 #include <stdint.h>
 
+#include <type_traits>
+
 #define CAKE_DEVICE __device__ __forceinline__
 
 // Arch-specific feature gates (nvcc defines these for sm_90a / sm_100a targets).
@@ -65,10 +67,31 @@ template <>
 CAKE_DEVICE f16 convert<f16>(float x) { return __float2half_rn(x); }
 template <>
 CAKE_DEVICE int32_t convert<int32_t>(float x) { return static_cast<int32_t>(x); }
+template <>
+CAKE_DEVICE double convert<double>(float x) { return x; }
 
 CAKE_DEVICE float to_float(float x) { return x; }
+CAKE_DEVICE float to_float(double x) { return static_cast<float>(x); }
 CAKE_DEVICE float to_float(bf16 x) { return __bfloat162float(x); }
 CAKE_DEVICE float to_float(f16 x) { return __half2float(x); }
 CAKE_DEVICE float to_float(int32_t x) { return static_cast<float>(x); }
+CAKE_DEVICE float to_float(long long x) { return static_cast<float>(x); }
+CAKE_DEVICE float to_float(long x) { return static_cast<float>(x); }
+CAKE_DEVICE float to_float(uint32_t x) { return static_cast<float>(x); }
+CAKE_DEVICE float to_float(int8_t x) { return static_cast<float>(x); }
+CAKE_DEVICE float to_float(uint8_t x) { return static_cast<float>(x); }
+
+// Value conversion for copies: integers stay exact (an int64 row index is no float),
+// everything else goes through fp32.
+template <typename To, typename From>
+CAKE_DEVICE To cast(From x) {
+  if constexpr (std::is_integral<To>::value && std::is_integral<From>::value) {
+    return static_cast<To>(x);
+  } else if constexpr (std::is_integral<To>::value) {
+    return static_cast<To>(to_float(x));
+  } else {
+    return convert<To>(to_float(x));
+  }
+}
 
 }  // namespace cake

@@ -1,0 +1,76 @@
+"""GPU tests of the user-facing Flash-KMeans API: correct labels on odd shapes, custom ops, Lloyd."""
+
+import pytest
+
+SHAPES = [
+    {"B": 2, "N": 1000, "K": 37, "D": 64},  # tails everywhere: N, K not multiples of the tiles
+    {"B": 1, "N": 4096, "K": 1024, "D": 128},
+    {"B": 3, "N": 777, "K": 200, "D": 256},
+    {"B": 1, "N": 513, "K": 129, "D": 72},  # D below the tile width: TMA zero-fills the rest
+]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype_name", ["bfloat16", "float16"])
+def test_assign_passes_the_oracle_on_every_shape(dtype_name):
+    import torch
+
+    from kernels.kmeans import api
+    from kernels.kmeans.contract import assign_contract
+    from runtime.check import check_kernel
+
+    def launch(outputs, inputs):
+        outputs[0].copy_(api.kmeans_assign(inputs[0], inputs[1]))
+
+    result = check_kernel(assign_contract(SHAPES, getattr(torch, dtype_name)), launch)
+    assert result.passed, result.message
+
+
+@pytest.mark.gpu
+def test_assign_is_a_custom_op_that_passes_opcheck():
+    import torch
+
+    from kernels.kmeans import api
+
+    x = torch.randn(2, 300, 64, device="cuda").to(torch.bfloat16)
+    c = torch.randn(2, 20, 64, device="cuda").to(torch.bfloat16)
+    torch.library.opcheck(api._assign_op, (x, c), test_utils=("test_schema", "test_faketensor"))
+    prev = torch.randn(2, 20, 64, device="cuda").to(torch.bfloat16)
+    labels = api.kmeans_assign(x, c)
+    torch.library.opcheck(api._update_op, (x, labels, prev), test_utils=("test_schema", "test_faketensor"))
+
+
+@pytest.mark.gpu
+def test_update_matches_the_reference_and_keeps_empty_clusters():
+    import torch
+
+    from kernels.kmeans import api, reference
+
+    x = torch.randn(2, 5000, 128, device="cuda").to(torch.bfloat16)
+    c_prev = torch.randn(2, 64, 128, device="cuda").to(torch.bfloat16)
+    labels = torch.randint(0, 60, (2, 5000), device="cuda", dtype=torch.int32)  # clusters 60..63 stay empty
+    got = api.kmeans_update(x, labels, c_prev).float()
+    want, _ = reference.update(x, labels, c_prev)
+    torch.testing.assert_close(got, want.to(torch.bfloat16).float(), rtol=1e-2, atol=1e-2)
+    assert torch.equal(got[:, 60:], c_prev[:, 60:].float())
+
+
+@pytest.mark.gpu
+def test_lloyd_lowers_the_objective_and_rejects_bad_arguments():
+    import torch
+
+    from kernels.kmeans import api, reference
+
+    g = torch.Generator(device="cuda").manual_seed(0)
+    x = torch.randn(1, 20000, 64, device="cuda", generator=g).to(torch.bfloat16)
+    c0 = api._initial_centroids(x, 50, "random", g)
+    obj0 = float(reference.objective(x, c0, reference.assign(x, c0)).sum())
+    c, labels = api.kmeans(x, 50, iters=8, tol=0.0, init=c0)
+    obj = float(reference.objective(x, c, reference.assign(x, c)).sum())
+    assert obj < 0.9 * obj0 and labels.shape == (1, 20000)
+    with pytest.raises(ValueError, match="D must be a multiple of 8"):
+        api.kmeans_assign(torch.zeros(10, 12, device="cuda", dtype=torch.bfloat16), torch.zeros(3, 12, device="cuda", dtype=torch.bfloat16))
+    with pytest.raises(ValueError, match="same dtype"):
+        api.kmeans_assign(x, c.half())
+    with pytest.raises(ValueError, match="k must be a positive int"):
+        api.kmeans(x, 0)
