@@ -68,13 +68,24 @@ def _runner(params, dtype_name):
     return CompiledKernelRunner(result.compiled)
 
 
+_SQ_NORM_BUFFERS = {}
+
+
 def padded_sq_norms(c, block_k):
-    """||c||^2 per centroid in fp32, padded with +inf to a whole number of centroid tiles."""
+    """||c||^2 per centroid in fp32, padded with +inf to a whole number of centroid tiles.
+
+    The buffer is reused per (shape, device), so its tensor map is built once; calls on one
+    stream are ordered, so reuse is safe there.
+    """
     b, k, _ = c.shape
     kp = -(-k // block_k) * block_k
-    out = torch.full((b, kp), math.inf, dtype=torch.float32, device=c.device)
+    key = (b, k, kp, c.device)
+    out = _SQ_NORM_BUFFERS.get(key)
+    if out is None:
+        out = torch.full((b, kp), math.inf, dtype=torch.float32, device=c.device)
+        _SQ_NORM_BUFFERS[key] = out
     cf = c.float()
-    out[:, :k] = (cf * cf).sum(-1)
+    torch.linalg.vecdot(cf, cf, dim=-1, out=out[:, :k])
     return out
 
 

@@ -202,9 +202,6 @@ def variant_impls():
     return out
 
 
-if __name__ == "__main__":
-    main()
-
 
 def lloyd_rows(shapes, iters=10, reps=5):
     """Per-iteration time of a full Lloyd iteration (assign + update), ours vs flashlib, same init."""
@@ -250,3 +247,7 @@ def lloyd_rows(shapes, iters=10, reps=5):
                           "speedup": row["speedup_vs_flashlib"], "objective_diff": row["objective_relative_difference"]}), flush=True)
         rows.append(row)
     return rows
+
+
+if __name__ == "__main__":
+    main()
