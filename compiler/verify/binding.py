@@ -20,6 +20,8 @@ from compiler.verify import exprs
 MAX_CANDIDATES = 4096
 # Combinations tried when constraints relate several symbols.
 MAX_COMBINATIONS = 512
+# Values of a symbol tried when aiming a loop at a trip count.
+MAX_AIMED = 256
 
 
 class _Zero(dict):
@@ -153,7 +155,7 @@ class Binder:
         name = free[0]
         adjusted.add(name)
         best = None
-        for v in self.candidates(name):
+        for v in itertools.islice(self.candidates(name), MAX_AIMED):
             trial = dict(env)
             trial[name] = v
             if not self.satisfies(trial):

@@ -198,11 +198,6 @@ class Context:
                 out.setdefault(r, p)
         return out
 
-    @functools.cached_property
-    def release_barriers(self):
-        """Names of barriers that are some pipeline's `empty` (waits on them lag one phase)."""
-        return frozenset(p.empty for p in self.kernel.pipelines)
-
     def has_errors(self, category=None, ids=()):
         """Whether rules run so far reported an error (of `category`, or with one of `ids`)."""
         from cake.compiler.v1 import diagnostics_pb2

@@ -125,20 +125,6 @@ def names(expr, depth=0):
     return set()
 
 
-def is_complete(expr, depth=0):
-    """True when every node of `expr` is set (no empty expression, no unset operator)."""
-    kind = expr.WhichOneof("kind")
-    if kind == "binary":
-        b = expr.binary
-        return (
-            depth <= MAX_DEPTH
-            and b.op in _FN
-            and is_complete(b.lhs, depth + 1)
-            and is_complete(b.rhs, depth + 1)
-        )
-    return kind is not None
-
-
 def constant(expr):
     """The value of an expression without symbols, else None."""
     try:
@@ -151,17 +137,6 @@ def conjuncts(expr, depth=0):
     """The operands of a chain of logical ands (the expression itself when it is no and)."""
     if expr.WhichOneof("kind") == "binary" and expr.binary.op == OP.BINARY_OP_AND and depth <= MAX_DEPTH:
         return conjuncts(expr.binary.lhs, depth + 1) + conjuncts(expr.binary.rhs, depth + 1)
-    return [expr]
-
-
-def atoms(expr, depth=0):
-    """The leaves of an and/or tree: the comparisons and tests a condition combines."""
-    if (
-        expr.WhichOneof("kind") == "binary"
-        and expr.binary.op in (OP.BINARY_OP_AND, OP.BINARY_OP_OR)
-        and depth <= MAX_DEPTH
-    ):
-        return atoms(expr.binary.lhs, depth + 1) + atoms(expr.binary.rhs, depth + 1)
     return [expr]
 
 

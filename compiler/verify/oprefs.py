@@ -94,6 +94,3 @@ def barrier_name(kind, msg):
 def writes_global(kind, msg, param):
     return any(ref.param == param and access != R for _, ref, access in globals_(kind, msg))
 
-
-def is_shared(region):
-    return region is not None and region.space == ir_pb2.MEMORY_SPACE_SHARED

@@ -15,7 +15,7 @@ import math
 
 from cake.ir.v1 import ir_pb2
 
-from compiler.verify import exprs, oprefs, threads
+from compiler.verify import exprs, oprefs, phases, threads
 from compiler.verify.context import DTYPE_BYTES
 
 SHARED, REGISTER, TENSOR = ir_pb2.MEMORY_SPACE_SHARED, ir_pb2.MEMORY_SPACE_REGISTER, ir_pb2.MEMORY_SPACE_TENSOR
@@ -117,11 +117,10 @@ class _Compiler:
         hit = self.ctx.barriers.get(ref.barrier)
         if hit is None:
             return None
-        index, decl = hit
         mode = ref.WhichOneof("slot")
         fn = self.expr(getattr(ref, mode)) if mode else None
-        lag = 1 if ref.barrier in self.ctx.release_barriers else 0
-        return BarRef(index, ref.barrier, mode, fn, max(1, decl.count), lag)
+        depth, lag = phases.ring_terms(self.ctx.kernel, ref.barrier)
+        return BarRef(hit[0], ref.barrier, mode, fn, depth, lag)
 
     def body(self, ops, prefix):
         out = []
@@ -178,10 +177,9 @@ class _Compiler:
             return False
         region = self.ctx.kernel.regions[n.writes[0].region]
         n.bytes = _box_elements(msg.dst, region) * DTYPE_BYTES.get(region.dtype, 0)
-        cluster = math.prod(max(1, c) for c in self.ctx.kernel.launch.cluster) if self.ctx.kernel.launch.cluster else 1
+        cluster = min(32, math.prod(max(1, c) for c in self.ctx.kernel.launch.cluster))  # masks are 16 bits
         # A multicast load brings this CTA its own box and, symmetrically, the boxes its peers multicast.
-        n.copies = bin(msg.multicast_mask & ((1 << cluster) - 1)).count("1") if msg.multicast_mask else 1
-        n.copies = max(1, n.copies)
+        n.copies = max(1, bin(msg.multicast_mask & ((1 << cluster) - 1)).count("1"))
 
     def _mma_commit(self, n, msg):
         n.bar = self.barref(msg.barrier)

@@ -27,18 +27,19 @@ it. `run(ctx)` returns a ModelResult.
 
 from cake.ir.v1 import ir_pb2
 
-from compiler.verify import exprs, program, threads
+from compiler.verify import exprs, phases, program, threads
 from compiler.verify.memory import Memory, Violation
 
-# Per scenario, ops executed before the model gives up (a note says so).
-MAX_STEPS = 40000
+# Ops and loop trips executed, over all scenarios of a kernel, before the model gives up (a note says so).
+# The corpus needs at most a few thousand; the bound keeps every verification fast.
+MAX_STEPS = 50000
 # Thread classes beyond this make the model too costly (conditions on `thread` values).
 MAX_CLASSES = 64
 # Stages beyond this are modelled as this many (resource rules reject such rings anyway).
 MAX_STAGES = 8
 # A class's agents: its threads, and the asynchronous units its role uses (TMA loads, MMAs, TMA stores).
 THREAD_AGENT, TMA_AGENT, MMA_AGENT, STORE_AGENT = range(4)
-WGMMA, TCGEN05, MMA_SYNC = ir_pb2.MMA_KIND_WGMMA, ir_pb2.MMA_KIND_TCGEN05, ir_pb2.MMA_KIND_MMA_SYNC
+MMA_SYNC = ir_pb2.MMA_KIND_MMA_SYNC
 
 
 class Skipped(Exception):
@@ -84,7 +85,7 @@ class _Array:
         self.path = path
         self.arrivals = max(1, decl.arrivals)
         self.count = max(1, decl.count)
-        self.init = None  # (agent, time, class) of the initialisation
+        self.init = None  # (agent, time, class, path) of the initialisation
         self.slots = {}
 
 
@@ -116,7 +117,7 @@ class _Runner:
 
     def __init__(self, index, cls, nodes, env, agents, steps, agent):
         self.index = index
-        self.steps = steps  # [ops and loop trips executed], shared by the scenario's classes
+        self.steps = steps  # [ops and loop trips executed], shared by all classes and scenarios
         self.cls = cls
         self.agent = agent  # THREAD_AGENT / TMA_AGENT / ... -> agent index
         self.base = agent[THREAD_AGENT]
@@ -132,7 +133,7 @@ class _Runner:
         self.count = 0  # ops executed: the scheduler advances the least advanced class first
         self.mma_groups = []  # [(clock snapshot, register keys written)]
         self.store_groups = []  # [clock snapshot]
-        self.cp_groups = []  # [[(key, path, inst, ring)]]
+        self.cp_groups = []  # [[(location key, box, tile, path, op instance)]] in flight
         self.init_fences = []
         self.regs_written = set()
         self.regs_pending = {}  # register key -> path of the MMA still writing it
@@ -203,12 +204,12 @@ class Prepared:
 class Model:
     """One scenario's execution state."""
 
-    def __init__(self, ctx, prepared, env):
+    def __init__(self, ctx, prepared, env, steps):
         self.ctx = ctx
         self.kernel = ctx.kernel
         classes = prepared.classes
         self.agents = len(prepared.agent_class)
-        self.steps = [0]
+        self.steps = steps  # [steps so far], shared by every scenario of the kernel
         self.runners = [
             _Runner(i, c, prepared.roles[c.role_index][0], env, self.agents, self.steps, prepared.agents[i])
             for i, c in enumerate(classes)
@@ -507,7 +508,7 @@ class Model:
             index = 0
         else:
             value = bar.fn(r.env)
-            index = value % bar.count if bar.mode == "round" else value
+            index = phases.ring_slot(value, bar.count) if bar.mode == "round" else value
         if not 0 <= index < array.count:
             raise Violation(
                 "barrier_index", node.path,
@@ -545,7 +546,7 @@ class Model:
         """The completion index a contribution by round belongs to; None for refs by index."""
         if bar.mode != "round":
             return None
-        return bar.fn(r.env) // bar.count
+        return phases.contribution_phase(bar.fn(r.env), bar.count)
 
     def contribute(self, array, index, node, vc, arrivals, tx, intended):
         """Arrivals and transaction bytes (tx > 0 expected, < 0 delivered) to a slot's current phase."""
@@ -680,7 +681,7 @@ class Model:
         if node.phase is not None:
             parity = node.phase(r.env) % 2
         elif node.bar.mode == "round":
-            expect = node.bar.fn(r.env) // node.bar.count - node.bar.lag
+            expect = phases.wait_completion(node.bar.fn(r.env), node.bar.count, node.bar.lag)
             parity = expect % 2
         else:
             raise Violation("undefined", node.path, "a wait on a barrier named by index needs a phase")
@@ -930,11 +931,11 @@ def run(ctx):
     if not scenarios:
         return ModelResult(skipped="no valid input satisfies the contract")
     prepared = Prepared(ctx, roles, classes)
-    done = []
+    done, steps = [], [0]
     for t, env in scenarios:
         done.append((t, env))
         try:
-            Model(ctx, prepared, env).run()
+            Model(ctx, prepared, env, steps).run()
         except Violation as v:
             return ModelResult(violation=v, scenarios=done)
         except Skipped as s:

@@ -113,7 +113,7 @@ def multicast(ctx):
         size *= max(1, c)
     for site in ctx.sites("tma_load"):
         mask = site.msg.multicast_mask
-        if mask and (size <= 1 or mask < 0 or mask >= 1 << size):
+        if mask and (size <= 1 or mask < 0 or mask >= 1 << min(size, 32)):
             yield Finding(site.path, "multicast mask %#x but the cluster has %d CTA%s" % (mask, size, "" if size == 1 else "s"))
 
 
