@@ -18,7 +18,7 @@ finish before the next starts, this one is written for the H200's limits:
 import math
 
 from compiler.ir.builder import KernelBuilder, block
-from compiler.ir.expr import E
+from compiler.ir.expr import E, ceil_div
 from kernels.gemm.idioms import init_barriers, swizzle_for
 
 INF = math.inf
@@ -67,7 +67,7 @@ def assign_sm90a_tuned(d=128, block_k=128, stages=3, x_stages=2, consumers=4, dt
     kb.pipeline("x_ring", x_stages, x_full, x_empty, [s_x], producer="load", consumers=["mma"])
     kb.pipeline("c_ring", stages, full, empty, [s_c, s_q], producer="load", consumers=["mma"])
 
-    row_blocks = (n + (block_n - 1)) // block_n
+    row_blocks = ceil_div(n, block_n)
     k_tiles = kp // block_k
     # Registers: the producer warpgroup hands its share to the consumers (setmaxnreg moves
     # registers within the block's launch allocation, 65536 / threads each, in steps of 8).
@@ -146,7 +146,7 @@ def update_sorted(d=128, points_per_warp=64, warps=4, dtype="bf16", target="sm_9
     sums = kb.tensor("sums", "f32", [b_sym, kk, dd], access="read_write", doc="per-cluster feature sums, added to")
     counts = kb.tensor("counts", "i32", [b_sym, kk], access="read_write", doc="per-cluster sizes, added to")
     chunk = points_per_warp * warps
-    kb.grid((n + (chunk - 1)) // chunk, b_sym)
+    kb.grid(ceil_div(n, chunk), b_sym)
     lab = kb.registers("lab", "i32", [1], layout="per_thread", owner="main")
     cur = kb.registers("cur", "i32", [1], layout="per_thread", owner="main")
     row = kb.registers("row", "i64", [1], layout="per_thread", owner="main")
