@@ -1,0 +1,109 @@
+"""Run the CAKE compiler service: `bazel run //compiler:server -- [flags]` or `python -m compiler.service.main`.
+
+Prints the bound port alone on the first line of stdout (with --port 0 the system
+picks one; tests read it), then logs JSON lines on stderr. Listens on 127.0.0.1
+unless --host says otherwise; a non-loopback host needs TLS (--tls-cert/--tls-key)
+or a bearer token (--token-file, or $CAKE_TOKEN) unless --insecure-allow-remote.
+SIGTERM or SIGINT: health turns NOT_SERVING, new calls are refused, in-flight calls
+get --grace-seconds to finish, and the process exits 0.
+"""
+
+import argparse
+import logging
+import os
+import signal
+import sys
+import threading
+
+from compiler.service import auth, logs
+from compiler.service.server import CompilerServer, Options
+
+log = logging.getLogger("cake.service")
+
+
+def parse_args(argv):
+    d = Options()
+    ap = argparse.ArgumentParser(prog="cake-server", description=__doc__.splitlines()[0])
+    ap.add_argument("--host", default=d.host, help="address to bind (default %(default)s: loopback only)")
+    ap.add_argument("--port", type=int, default=d.port, help="port (0: any free port; default %(default)s)")
+    ap.add_argument("--max-message-bytes", type=int, default=d.max_message_bytes,
+                    help="largest request or response, in bytes (default %(default)s)")
+    ap.add_argument("--compile-workers", type=int, default=d.compile_workers,
+                    help="compiles run at once (default %(default)s)")
+    ap.add_argument("--compile-queue", type=int, default=d.compile_queue,
+                    help="compiles that may wait for a worker; beyond it RESOURCE_EXHAUSTED (default %(default)s)")
+    ap.add_argument("--rpc-threads", type=int, default=d.rpc_threads,
+                    help="threads serving calls (default %(default)s)")
+    ap.add_argument("--grace-seconds", type=float, default=30.0,
+                    help="time in-flight calls get to finish on SIGTERM (default %(default)s)")
+    ap.add_argument("--tls-cert", help="PEM certificate chain: serve TLS")
+    ap.add_argument("--tls-key", help="PEM private key of --tls-cert")
+    ap.add_argument("--token-file", help="file holding the bearer token calls must carry (default: $CAKE_TOKEN)")
+    ap.add_argument("--insecure-allow-remote", action="store_true",
+                    help="allow a non-loopback --host without TLS or a token")
+    ap.add_argument("--cache-dir", help="compile cache directory (default: $CAKE_CACHE_DIR or ~/.cache/cake/compile)")
+    ap.add_argument("--log-level", default="info")
+    args = ap.parse_args(argv)
+    if bool(args.tls_cert) != bool(args.tls_key):
+        ap.error("--tls-cert and --tls-key go together")
+    return args
+
+
+def options_from(args):
+    """Server Options from parsed flags; ValueError when the bind address needs credentials it lacks."""
+    token = os.environ.get("CAKE_TOKEN") or None
+    if args.token_file:
+        with open(args.token_file) as f:
+            token = f.read().strip()
+        if not token:
+            raise ValueError("--token-file %s is empty" % args.token_file)
+    credentials = auth.server_credentials(args.tls_cert, args.tls_key) if args.tls_cert else None
+    if not auth.is_loopback(args.host) and not (credentials or token or args.insecure_allow_remote):
+        raise ValueError(
+            "refusing to serve %s without TLS or a bearer token: anyone who can reach it could run the "
+            "compiler; pass --tls-cert/--tls-key, --token-file (or $CAKE_TOKEN), or --insecure-allow-remote"
+            % args.host
+        )
+    return Options(
+        host=args.host,
+        port=args.port,
+        max_message_bytes=args.max_message_bytes,
+        compile_workers=args.compile_workers,
+        compile_queue=args.compile_queue,
+        rpc_threads=args.rpc_threads,
+        token=token,
+        credentials=credentials,
+        cache_dir=args.cache_dir,
+    )
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    logs.setup(args.log_level)
+    try:
+        server = CompilerServer(options_from(args))
+        port = server.start()
+    except (ValueError, OSError, RuntimeError) as e:
+        log.error("cannot start: %s", e)
+        return 2
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda signum, frame: stop.set())
+    print(port, flush=True)
+    log.info("serving", extra={"fields": {
+        "event": "serving", "host": args.host, "port": port, "tls": bool(args.tls_cert),
+        "token": server.options.token is not None}})
+    while not stop.wait(3600):
+        pass
+    log.info("shutting down", extra={"fields": {"event": "shutdown", "grace_seconds": args.grace_seconds}})
+    drained = server.shutdown(args.grace_seconds)
+    log.info("stopped", extra={"fields": {"event": "stopped", "drained": drained}})
+    if not drained:
+        # A compile outlived the grace period: do not let its thread hold the exit.
+        logging.shutdown()
+        os._exit(0)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
