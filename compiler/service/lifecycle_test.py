@@ -136,3 +136,8 @@ def test_tls(tmp_path):
         with pytest.raises(CompilerServiceError) as e:  # plaintext against TLS never connects
             CompilerClient(cc.server.address, timeout=2, retries=0).list_rules()
         assert e.value.code == grpc.StatusCode.UNAVAILABLE
+
+
+def test_a_server_that_cannot_start_says_why():
+    with pytest.raises(RuntimeError, match="refusing to serve 0.0.0.0"):
+        LocalServer(host="0.0.0.0").start()

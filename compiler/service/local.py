@@ -51,7 +51,10 @@ class LocalServer:
         if not line.strip().isdigit():
             self.process.kill()
             self.process.wait()
-            raise RuntimeError("the compiler server did not start (%s):\n%s" % (" ".join(self.argv), self.log()[-4000:]))
+            self.process.stdout.close()
+            log = self.log()
+            os.unlink(self.log_path)
+            raise RuntimeError("the compiler server did not start (%s):\n%s" % (" ".join(self.argv), log[-4000:]))
         self.port = int(line)
         return self
 

@@ -7,7 +7,6 @@ from grpc_status import rpc_status
 
 from cake.compiler.v1 import compiler_service_pb2 as pb
 from cake.compiler.v1 import compiler_service_pb2_grpc as pb_grpc
-from cake.ir.v1 import ir_pb2
 
 from compiler.ir.text_parse import parse_kernel
 from compiler.service.local import LocalServer
