@@ -79,6 +79,7 @@ def main(argv=None):
             "cores": os.cpu_count(),
             "python": platform.python_version(),
             "platform": platform.platform(),
+            "load_average": list(os.getloadavg()),  # other work on the machine inflates medians
         },
         "runs": args.runs,
         "target_ms": TARGET_MS,

@@ -5,6 +5,7 @@ import json
 import pytest
 from cake.compiler.v1 import diagnostics_pb2
 
+from compiler.ir.expr import E, as_expr
 from compiler.verify import features, load_rules, verify
 from compiler.verify.context import Context
 from compiler.verify.declarative import RuleError, rules_from_data
@@ -95,3 +96,16 @@ def test_feature_extraction_matches_the_catalogue():
         assert {n for n in feats if n.startswith(level + ".")} == {n for n in features.FEATURES if n.startswith(level + ".")}
     kernel = dict(extracted[0][2])
     assert kernel["kernel.target"] == "sm_90a" and kernel["kernel.threads"] == 64
+
+
+def test_op_threads_feature_counts_executing_threads():
+    (rule,) = rules_from_data([{
+        "id": "CAKE-LEARNED-004", "severity": "error", "doc": "expect_tx from one thread only.",
+        "when": {"feature": "op.kind", "op": "==", "value": "mbarrier_expect_tx"},
+        "and": [{"feature": "op.threads", "op": ">", "value": 1}],
+        "message": "expect_tx by {op.threads} threads", "fix_hint": "guard it with `elected`",
+    }])
+    assert verify(ring(), extra_rules=[rule]) == []
+    k = ring()
+    k.roles[0].body[2].branch.cond.CopyFrom(as_expr(E.sym("warp") == 0))
+    assert [d.message for d in verify(k, extra_rules=[rule]) if d.id == "CAKE-LEARNED-004"] == ["expect_tx by 32 threads"]

@@ -8,7 +8,7 @@ its role's. Values are ints, bools, strings (enum short names) or lists.
 
 from cake.ir.v1 import ir_pb2
 
-from compiler.verify import oprefs, resources
+from compiler.verify import oprefs, resources, threads
 from compiler.verify.context import DTYPE_BYTES, SWIZZLE_SPAN, elements, short
 
 FEATURES = {
@@ -52,6 +52,7 @@ FEATURES = {
     "op.depth": "loops and branches enclosing it",
     "op.in_loop": "inside a loop (bool)",
     "op.in_branch": "inside a branch (bool)",
+    "op.threads": "threads of its role that can execute it (conditions over builtins evaluated, others assumed true)",
     "op.regions": "list of the regions it reads or writes",
     "op.barrier": "the barrier it names ('' if none)",
     "op.mma_kind": "wgmma, tcgen05 or mma_sync for MMAs ('' otherwise)",
@@ -138,6 +139,7 @@ def _op(ctx, site):
         "op.depth": len(site.conds) + len(site.loop_vars),
         "op.in_loop": bool(site.loop_vars),
         "op.in_branch": bool(site.conds),
+        "op.threads": threads.executing_threads(min(ctx.spans[site.role_index].threads, 1024), site.conds),
         "op.regions": sorted({ref.region for _, ref, _ in tiles}),
         "op.barrier": (oprefs.barrier_name(site.kind, msg) or "") if msg is not None else "",
         "op.mma_kind": short(ir_pb2.MmaKind, msg.kind) if site.kind == "mma" else "",

@@ -164,6 +164,11 @@ class _Compiler:
             if access in (oprefs.W, oprefs.RW):
                 n.writes.append(t)
         n.generic = kind in GENERIC_WRITERS
+        # Ops on unstaged registers only touch their own class's state (the model's fast path).
+        tiles = n.reads + n.writes
+        n.registers_only = all(t.space == REGISTER and t.stage is None for t in tiles)
+        n.register_reads = [((t.region, 0), t) for t in n.reads] if n.registers_only else []
+        n.register_writes = [(t.region, 0) for t in n.writes] if n.registers_only else []
         handler = getattr(self, "_" + kind, None)
         if handler is not None and handler(n, msg) is False:
             return None

@@ -282,7 +282,7 @@ class Model:
                     break
 
     def execute(self, r, node):
-        if not node.collective:
+        if not node.collective or len(self.groups[node.collective][r.index]) == 1:  # nobody to meet
             return self.handlers.get(node.kind, _noop)(r, node)
         # A collective op's effect is per class (it never blocks); then the classes sharing its unit meet,
         # so what each one retired or wrote is known to all of them afterwards.
@@ -335,15 +335,14 @@ class Model:
 
     def read(self, r, tile, node, agent_vc=None, agent=None, async_proxy=False):
         key = (tile.region, self.slot(r, tile, node.path))
-        if tile.space == program.REGISTER:
-            rk = key + (r.index,)
-            if rk in r.regs_pending:
+        if tile.space == program.REGISTER:  # this class's own registers: program order, plus in-flight MMAs
+            if key in r.regs_pending:
                 raise Violation(
                     "async_read", node.path,
                     "reads `%s` while the MMA writing it is still in flight (no mma_wait retired it)" % tile.name,
-                    (("the MMA", r.regs_pending[rk]),),
+                    (("the MMA", r.regs_pending[key]),),
                 )
-            if rk not in r.regs_written:
+            if key not in r.regs_written:
                 raise Violation("uninit_read", node.path, "reads registers `%s` before anything has written them" % tile.name)
             return
         vc = agent_vc if agent_vc is not None else r.vc
@@ -356,11 +355,10 @@ class Model:
     def write(self, r, tile, node, agent_vc=None, agent=None, generic=False, async_unit=False):
         key = (tile.region, self.slot(r, tile, node.path))
         if tile.space == program.REGISTER:
-            rk = key + (r.index,)
-            r.regs_written.add(rk)
+            r.regs_written.add(key)
             if async_unit:
-                r.regs_pending[rk] = node.path
-            return rk
+                r.regs_pending[key] = node.path
+            return key
         vc = agent_vc if agent_vc is not None else r.vc
         who = agent if agent is not None else r.base
         self.memory.write(key, tile.box(r.env), who, vc, node.path, self.inst(r, node), r.index, tile.ring, generic)
@@ -375,6 +373,13 @@ class Model:
         return u
 
     def op_copy(self, r, node):
+        if node.registers_only:  # the common case, kept cheap: no clocks, only this class's registers
+            written = r.regs_written
+            for key, t in node.register_reads:
+                if key not in written or key in r.regs_pending:
+                    self.read(r, t, node)  # raises the precise violation
+            written.update(node.register_writes)
+            return True
         r.tick()
         for t in node.reads:
             self.read(r, t, node)
@@ -457,7 +462,7 @@ class Model:
             else:
                 self.read(r, t, node)
         if node.acc.space == program.REGISTER:
-            rk = node.acc.region, self.slot(r, node.acc, node.path), r.index
+            rk = node.acc.region, self.slot(r, node.acc, node.path)
             if accumulate and rk not in r.regs_written:
                 raise Violation("uninit_read", node.path, "accumulates into `%s` before anything has written it" % node.acc.name)
             written = [self.write(r, node.acc, node, async_unit=True)]

@@ -131,16 +131,29 @@ def role_classes(role_index, threads, conds, values):
 
 
 def executing_threads(threads, conds, env=None):
-    """How many of a role's `threads` threads run an op enclosed by `conds` ((Expr, taken), ...).
+    """How many of a role's `threads` threads run an op enclosed by `conds` ((Expr, taken arm is then), ...).
 
-    `env` binds the non-builtin names the conditions mention (loop variables,
-    symbols); a condition that cannot be evaluated counts as not taken.
+    With `env` binding the other names the conditions mention (loop variables,
+    symbols), the exact count (a condition without a value counts as not
+    taken). Without it, the most threads that can run it: conditions are
+    partially evaluated with each thread's builtins and what remains unknown
+    counts as satisfiable.
     """
-    compiled = [(exprs.compile_expr(c), taken) for c, taken in conds]
-    count = 0
-    for t in range(threads):
-        scope = dict(env or {})
-        scope.update(builtins_of(t))
-        if all(bool(_safe(fn, scope)) == taken for fn, taken in compiled):
-            count += 1
-    return count
+    if env is not None:
+        compiled = [(exprs.compile_expr(c), taken) for c, taken in conds]
+        count = 0
+        for t in range(threads):
+            scope = dict(env)
+            scope.update(builtins_of(t))
+            if all(bool(_safe(fn, scope)) == taken for fn, taken in compiled):
+                count += 1
+        return count
+    partial = [(_Cond(c), taken) for c, taken in conds]
+    return sum(
+        1 for t in range(threads)
+        if all(_may_be(c.residual(builtins_of(t)), taken) for c, taken in partial)
+    )
+
+
+def _may_be(residual, taken):
+    return residual == taken if isinstance(residual, bool) else residual != "undefined"

@@ -41,3 +41,10 @@ def test_classes_split_on_builtins_that_sync_values_read():
 def test_lane_conditions_partition_per_thread():
     classes = threads.role_classes(0, 64, [as_expr(lane < 4)], [])
     assert sorted(c.weight for c in classes) == [8, 56]
+
+
+def test_upper_bound_without_loop_variables():
+    cond = [(as_expr(elected & (kt > 0)), True)]
+    assert threads.executing_threads(128, cond) == 4  # kt unknown: the elected lanes may run it
+    assert threads.executing_threads(128, [(as_expr((warp == 1) & (kt > 0)), False)]) == 128
+    assert threads.executing_threads(128, [(as_expr((warp == 1) | (kt > 0)), False)]) == 96
