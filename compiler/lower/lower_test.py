@@ -91,3 +91,11 @@ def test_unlowerable_op_names_its_path():
     with pytest.raises(LoweringError) as e:
         lower(k)
     assert e.value.path == "kernel.roles[1].body[1].loop.body[1].mma.acc"
+
+
+def test_unknown_target_value_is_a_lowering_error():
+    k = ring_copy()
+    k.target = 77  # proto3 keeps unknown enum values as ints
+    with pytest.raises(LoweringError) as e:
+        lower(k)
+    assert e.value.path == "kernel.target" and "value 77" in e.value.message

@@ -8,6 +8,9 @@
     launch_metadata     symbol, grid, block, shared bytes, argument ABI for the runtime
 """
 
+from cake.ir.v1 import ir_pb2
+
+from compiler.ir.enums import short_name
 from compiler.lower import emit, layout, metadata
 from compiler.lower.context import Context, LoweringError
 from compiler.targets import TARGETS
@@ -23,12 +26,11 @@ PASSES = [
 
 
 def _target_of(kernel):
-    from compiler.ir.enums import short_name
-    from cake.ir.v1 import ir_pb2
-
-    name = short_name(ir_pb2.Target.DESCRIPTOR, kernel.target)
+    value = ir_pb2.Target.DESCRIPTOR.values_by_number.get(kernel.target)
+    name = short_name(ir_pb2.Target.DESCRIPTOR, value.number) if value else None
     if name not in TARGETS:
-        raise LoweringError("kernel.target", "no target set (sm_80, sm_90a or sm_100a)")
+        raise LoweringError("kernel.target", "target %s is not one lowering knows (sm_80, sm_90a or sm_100a)"
+                            % (name or "value %d" % kernel.target))
     return TARGETS[name]
 
 

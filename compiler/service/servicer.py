@@ -65,7 +65,7 @@ def _analysis_diagnostic(error, source_map):
     d = diagnostics_pb2.Diagnostic(
         severity=diagnostics_pb2.SEVERITY_ERROR,
         id=ANALYSIS_ID,
-        category=diagnostics_pb2.CATEGORY_CONTRACT,
+        category=diagnostics_pb2.CATEGORY_ANALYSIS,
         message=message,
         path=path,
         fix_hint="Give the analysis what it lacks: bind the symbol in `shapes`, or fix the value the message names.",
