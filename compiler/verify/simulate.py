@@ -825,14 +825,19 @@ class Model:
             array, index = self.mbarrier(r, node.bar, node, r.vc)
             self.incomplete(array, index, array.slots[index])
         first = blocked[0].pending
-        notes = [("also blocked", r.pending.path) for r in blocked[1:4]]
+        others = sorted({r.pending.path for r in blocked} - {first.path})
+        notes = [("also blocked", path) for path in others[:3]]
         name = getattr(getattr(first, "bar", None), "name", None)
         if name:
             notes.append(("`%s` is declared here" % name, self.ctx.barrier_path(name)))
+        what = "the barrier it waits on"
+        if first.kind == "mbarrier_wait":
+            r = blocked[0]
+            array, index = self.mbarrier(r, first.bar, first, r.vc)
+            what = "phase %d of `%s`[%d] to complete" % (array.slots[index].ph, first.bar.name, index)
         raise Violation(
             "deadlock", first.path,
-            "waits forever: no thread can complete the phase (or barrier) it waits for; every thread of the block is "
-            "blocked or finished",
+            "waits forever for %s: every thread of the block is blocked or finished, so nothing will" % what,
             notes,
         )
 
