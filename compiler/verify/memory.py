@@ -25,6 +25,15 @@ sync*.
 """
 
 
+# The agents of a thread class: its threads, and the asynchronous units its role uses.
+THREAD_AGENT, TMA_AGENT, MMA_AGENT, STORE_AGENT = range(4)
+
+
+def join(a, b):
+    """The elementwise maximum of two vector clocks."""
+    return [x if x >= y else y for x, y in zip(a, b)]
+
+
 class Violation(Exception):
     """The model found a defect: what kind, where, and related places ((message, path), ...)."""
 

@@ -4,8 +4,6 @@ One table for every rule that asks "which regions does this op read/write",
 so structure checks, data-flow checks and the protocol model agree.
 """
 
-from cake.ir.v1 import ir_pb2
-
 R, W, RW = "r", "w", "rw"
 
 # op kind -> ((field, access), ...) of TileRef fields; optional fields are skipped when unset.

@@ -9,8 +9,6 @@ dimension times the element size must be a multiple of 16 for every valid
 input (e.g. K % 8 == 0 for bf16).
 """
 
-from cake.ir.v1 import ir_pb2
-
 from compiler.verify import exprs
 from compiler.verify.context import DTYPE_BYTES, SWIZZLE_SPAN, tile_shape
 from compiler.verify.registry import Finding, rule

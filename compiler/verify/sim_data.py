@@ -1,0 +1,197 @@
+"""The protocol model's memory ops: tile reads and writes, asynchronous copies and MMAs, fences.
+
+A mixin of simulate.Model (it uses the model's runners, memory and clocks).
+Synchronous accesses are the class's own; TMA loads, MMAs and TMA stores issue
+on the class's asynchronous units, whose completions (barrier completion,
+mma_wait, mma_commit, bulk_wait, cp_async_wait) carry their clocks back.
+"""
+
+from cake.ir.v1 import ir_pb2
+
+from compiler.verify import program
+from compiler.verify.memory import MMA_AGENT, STORE_AGENT, TMA_AGENT, Violation, join
+
+MMA_SYNC = ir_pb2.MMA_KIND_MMA_SYNC
+
+
+class DataOps:
+    """Ops that read or write regions, issue asynchronous work or fence."""
+
+    def slot(self, r, tile, path):
+        if tile.stage is None:
+            return 0
+        s = tile.stage(r.env)
+        if not 0 <= s < tile.stages:
+            raise Violation(
+                "stage_range", path, "stage %d of `%s` is outside its %d stages" % (s, tile.name, tile.stages)
+            )
+        return s
+
+    def read(self, r, tile, node, agent_vc=None, agent=None, async_proxy=False):
+        key = (tile.region, self.slot(r, tile, node.path))
+        if tile.space == program.REGISTER:  # this class's own registers: program order, plus in-flight MMAs
+            if key in r.regs_pending:
+                raise Violation(
+                    "async_read", node.path,
+                    "reads `%s` while the MMA writing it is still in flight (no mma_wait retired it)" % tile.name,
+                    (("the MMA", r.regs_pending[key]),),
+                )
+            if key not in r.regs_written:
+                raise Violation("uninit_read", node.path, "reads registers `%s` before anything has written them" % tile.name)
+            return
+        vc = agent_vc if agent_vc is not None else r.vc
+        who = agent if agent is not None else r.base
+        elsewhere = self.writers.get(tile.region, set()) - {r.cls.role_index}
+        self.memory.read(
+            key, tile.box(r.env), who, vc, node.path, self.inst(r, node), r.index, tile.ring, async_proxy, bool(elsewhere)
+        )
+
+    def write(self, r, tile, node, agent_vc=None, agent=None, generic=False, async_unit=False):
+        key = (tile.region, self.slot(r, tile, node.path))
+        if tile.space == program.REGISTER:
+            r.regs_written.add(key)
+            if async_unit:
+                r.regs_pending[key] = node.path
+            return key
+        vc = agent_vc if agent_vc is not None else r.vc
+        who = agent if agent is not None else r.base
+        self.memory.write(key, tile.box(r.env), who, vc, node.path, self.inst(r, node), r.index, tile.ring, generic)
+        return None
+
+    def unit(self, r, which):
+        """Issue on one of the class's async units: its clock joins the issuer's and ticks."""
+        r.tick()
+        u = join(r.units[which], r.vc)
+        u[r.agent[which]] += 1
+        r.units[which] = u
+        return u
+
+    def op_copy(self, r, node):
+        if node.registers_only:  # the common case, kept cheap: no clocks, only this class's registers
+            written = r.regs_written
+            for key, t in node.register_reads:
+                if key not in written or key in r.regs_pending:
+                    self.read(r, t, node)  # raises the precise violation
+            written.update(node.register_writes)
+            return True
+        r.tick()
+        for t in node.reads:
+            self.read(r, t, node)
+        for t in node.writes:
+            self.write(r, t, node, generic=t.space == program.SHARED)
+        return True
+
+    op_fill = op_elementwise = op_reduce = op_arg_reduce = op_top_k = op_scan = op_tri_solve = op_copy
+    op_ldmatrix = op_stmatrix = op_tmem_load = op_atomic = op_copy
+
+    def op_tma_load(self, r, node):
+        u = self.unit(r, TMA_AGENT)
+        tile = node.writes[0]
+        array, index = self.mbarrier(r, node.bar, node, u, async_proxy=True)
+        slot_of_tile = self.slot(r, tile, node.path)
+        if tile.ring and node.bar.mode == "round" and tile.stages == node.bar.count:
+            if slot_of_tile != index:
+                raise Violation(
+                    "slot_mismatch", node.path,
+                    "loads into stage %d of `%s` but signals barrier `%s` slot %d"
+                    % (slot_of_tile, tile.name, node.bar.name, index),
+                )
+        self.write(r, tile, node, agent_vc=u, agent=r.agent[TMA_AGENT])
+        nbytes = node.bytes * node.copies * r.cls.weight
+        self.contribute(array, index, node, u, 0, -nbytes, self.intended(r, node.bar))
+        return True
+
+    def op_tma_store(self, r, node):
+        u = self.unit(r, STORE_AGENT)
+        for t in node.reads:
+            self.read(r, t, node, agent_vc=u, agent=r.agent[STORE_AGENT], async_proxy=True)
+        r.store_groups.append(list(u))
+        return True
+
+    def op_bulk_wait(self, r, node):
+        keep = max(0, node.pending)
+        while len(r.store_groups) > keep:
+            r.vc = join(r.vc, r.store_groups.pop(0))
+        r.tick()
+        return True
+
+    def op_cp_async(self, r, node):
+        r.tick()
+        group = []
+        for t in node.writes:
+            if t.space != program.SHARED:
+                continue
+            key, box, inst = (t.region, self.slot(r, t, node.path)), t.box(r.env), self.inst(r, node)
+            self.memory.check_write(key, box, r.vc, node.path, inst, r.index, t.ring, r.base)
+            self.memory.loc(key).pending.append((r.index, node.path, box))
+            group.append((key, box, t, node.path, inst))
+        r.cp_groups.append(group)
+        return True
+
+    def op_cp_async_wait(self, r, node):
+        keep = max(0, node.pending)
+        while len(r.cp_groups) > keep:
+            for key, box, t, path, inst in r.cp_groups.pop(0):
+                self.memory.loc(key).pending.remove((r.index, path, box))
+                r.tick()
+                self.memory.write(key, box, r.base, r.vc, path, inst, r.index, t.ring, generic=True)
+        r.tick()
+        return True
+
+    def op_mma(self, r, node):
+        accumulate = node.accumulate(r.env)
+        if node.mkind == MMA_SYNC:
+            r.tick()
+            for t in node.reads:
+                self.read(r, t, node)
+            if accumulate:
+                self.read(r, node.acc, node)
+            self.write(r, node.acc, node)
+            return True
+        u = self.unit(r, MMA_AGENT)
+        agent = r.agent[MMA_AGENT]
+        for t in node.reads:
+            if t.space == program.SHARED:
+                self.read(r, t, node, agent_vc=u, agent=agent, async_proxy=True)
+            else:
+                self.read(r, t, node)
+        if node.acc.space == program.REGISTER:
+            rk = node.acc.region, self.slot(r, node.acc, node.path)
+            if accumulate and rk not in r.regs_written:
+                raise Violation("uninit_read", node.path, "accumulates into `%s` before anything has written it" % node.acc.name)
+            written = [self.write(r, node.acc, node, async_unit=True)]
+        else:
+            if accumulate:
+                self.read(r, node.acc, node, agent_vc=u, agent=agent)
+            self.write(r, node.acc, node, agent_vc=u, agent=agent)
+            written = []
+        r.mma_groups.append((list(u), written))
+        return True
+
+    def retire_mma(self, r, keep):
+        while len(r.mma_groups) > keep:
+            snapshot, written = r.mma_groups.pop(0)
+            r.vc = join(r.vc, snapshot)
+            for rk in written:
+                r.regs_pending.pop(rk, None)
+
+    def op_mma_wait(self, r, node):
+        self.retire_mma(r, max(0, node.pending))
+        r.tick()
+        return True
+
+    def op_mma_commit(self, r, node):
+        r.tick()
+        arrival = join(r.vc, r.units[MMA_AGENT]) if MMA_AGENT in r.units else list(r.vc)
+        array, index = self.mbarrier(r, node.bar, node, arrival, async_proxy=True)
+        r.mma_groups = []  # completion is routed to the barrier, not to this thread
+        self.contribute(array, index, node, arrival, r.cls.weight, 0, self.intended(r, node.bar))
+        return True
+
+    def op_fence(self, r, node):
+        t = r.tick()
+        if node.fkind == ir_pb2.FENCE_KIND_PROXY_ASYNC:
+            self.proxy_fences[r.index].append(t)
+        elif node.fkind == ir_pb2.FENCE_KIND_MBARRIER_INIT:
+            r.init_fences.append(t)
+        return True
