@@ -1,0 +1,92 @@
+"""Assessing one candidate: verify and predict (cheap, every candidate), compile and measure (chosen ones).
+
+Each step returns an Outcome: the candidate's next status, its fitness when it has
+one, and every diagnostic, prediction, measurement and failure to record. Failures
+carry signatures (learn/signatures.py) and the diagnostics behind them drive repair.
+"""
+
+import dataclasses
+
+from cake.compiler.v1 import diagnostics_pb2
+from google.protobuf import json_format
+
+from agent.learn.signatures import failure
+
+ERROR = diagnostics_pb2.SEVERITY_ERROR
+
+
+@dataclasses.dataclass
+class Outcome:
+    status: str  # invalid | analyzed | evaluated | measured | failed
+    fitness_s: float = None
+    diagnostics: list = dataclasses.field(default_factory=list)  # (stage, Diagnostic)
+    prediction: dict = None
+    measurement: dict = None
+    failures: list = dataclasses.field(default_factory=list)
+    errors: list = dataclasses.field(default_factory=list)  # the error Diagnostics repair moves address
+    device_s: float = 0.0  # GPU time the assessment cost
+
+
+def _errors(diags):
+    return [d for d in diags if d.severity == ERROR]
+
+
+def _first_error_failure(stage, kind, errors, ir_hash):
+    d = errors[0]
+    return failure(stage, kind, d.id, d.message, ir_hash)
+
+
+def check(port, kernel, ir_hash, shapes, device):
+    """Verify, then predict: status `invalid` (with the errors) or `analyzed` (with a prediction)."""
+    diags = port.verify(kernel)
+    out = Outcome("analyzed", diagnostics=[("verify", d) for d in diags])
+    errors = _errors(diags)
+    if errors:
+        out.status, out.errors = "invalid", errors
+        out.failures = [_first_error_failure("verify", "verifier", errors, ir_hash)]
+        return out
+    analysis = port.analyze(kernel, shapes, device)
+    out.diagnostics += [("analysis", d) for d in analysis.diagnostics]
+    if analysis.report is None:
+        errors = _errors(analysis.diagnostics)
+        out.status, out.errors = "invalid", errors
+        # A contract the task's shapes violate is a mismatch with the task, not a defect of the kernel.
+        kind = "task_mismatch" if errors and "violate" in errors[0].message else "analysis"
+        out.failures = [_first_error_failure("analysis", kind, errors, ir_hash)] if errors else []
+        return out
+    r = analysis.report
+    out.prediction = {
+        "predicted_s": r.predicted_seconds,
+        "bottleneck": r.bottleneck,
+        "calibration": r.calibration,
+        "report": json_format.MessageToJson(r, indent=None, sort_keys=True),
+        "features": analysis.features,
+    }
+    return out
+
+
+def compile_and_measure(port, evaluator, kernel, ir_hash, binding, label):
+    """Compile (build errors: `failed`), then measure (`measured` with the median, or `failed`)."""
+    build = port.compile(kernel)
+    out = Outcome("failed", diagnostics=[("build", d) for d in build.diagnostics])
+    errors = _errors(build.diagnostics)
+    if build.compiled is None or errors:
+        out.errors = errors
+        out.failures = [_first_error_failure("build", "build", errors, ir_hash)] if errors else [
+            failure("build", "build", "", "the build returned no kernel", ir_hash)]
+        return out
+    m = evaluator.measure(build.compiled, kernel, binding, label)
+    out.device_s = m.device_s
+    if not m.passed:
+        out.failures = [failure("runtime", m.kind, "", m.message, ir_hash)]
+        return out
+    out.measurement = {"median_s": m.median_s, "p10_s": m.p10_s, "p90_s": m.p90_s, "device_s": m.device_s,
+                       "detail": m.detail}
+    out.status, out.fitness_s = "measured", m.median_s
+    return out
+
+
+def build_for_report(port, kernel):
+    """(cuda source or None, diagnostics): the generated CUDA of a kernel, for the report."""
+    build = port.compile(kernel)
+    return (build.compiled.cuda_source if build.compiled is not None else None), build.diagnostics

@@ -1,0 +1,92 @@
+"""The corpus gate: a proposal takes effect only if it keeps the good good and catches what it targets.
+
+- A verifier rule passes when it loads (compiler.verify.load_rules' checks), every
+  known-good program still verifies without its error (the compiler's good corpus,
+  compiler/corpus, and any further good kernels given: passing candidates), every
+  program it targets (the failing candidates' IR) is now rejected by it, and the
+  programs earlier learned rules target are still rejected by them.
+- A recalibration passes when its error on held-out measurements is lower than the
+  current calibration's by at least MIN_GAIN (relative).
+- Tactic weights pass when every changed weight rests on enough outcomes and stays
+  within bounds.
+Each gate returns a Verdict: accepted, why (one line) and details for the record.
+"""
+
+import dataclasses
+import math
+
+from compiler.verify import verify
+from compiler.verify.declarative import RuleError, rules_from_data
+
+MIN_GAIN = 0.02
+MIN_OUTCOMES = 8
+WEIGHT_BOUNDS = (0.05, 5.0)
+
+
+@dataclasses.dataclass(frozen=True)
+class Verdict:
+    accepted: bool
+    why: str
+    details: dict = dataclasses.field(default_factory=dict)
+
+    def to_dict(self):
+        return dataclasses.asdict(self)
+
+
+def good_corpus():
+    """(name, kernel) of every program of the compiler's good corpus."""
+    from compiler.corpus import corpus
+
+    return [(name, corpus.build(name)) for name in corpus.GOOD]
+
+
+def _fires(rules, rule_id, kernel):
+    return any(d.id == rule_id for d in verify(kernel, extra_rules=rules))
+
+
+def gate_rule(rule, known_rules, targets, good=(), earlier_targets=()):
+    """Gate a new rule object. targets: (name, kernel) it must reject; good: extra (name, kernel) it must
+    not; known_rules: the rule objects already learned; earlier_targets: rule id -> [(name, kernel)]."""
+    try:
+        loaded = rules_from_data(list(known_rules) + [rule])
+    except RuleError as e:
+        return Verdict(False, "malformed rule: %s" % e)
+    new = [r for r in loaded if r.id == rule["id"]]
+    checked = good_corpus() + list(good)
+    rejected_good = [name for name, k in checked if _fires(new, rule["id"], k)]
+    if rejected_good:
+        return Verdict(False, "rejects %d known-good program(s): %s" % (len(rejected_good), ", ".join(rejected_good[:5])),
+                       {"rejected_good": rejected_good})
+    missed = [name for name, k in targets if not _fires(new, rule["id"], k)]
+    if missed or not targets:
+        return Verdict(False, "does not reject %d of the %d programs it targets" % (len(missed), len(targets)),
+                       {"missed": missed})
+    lapsed = [(rid, name) for rid, kernels in earlier_targets.items() for name, k in kernels
+              if not _fires(loaded, rid, k)] if earlier_targets else []
+    if lapsed:
+        return Verdict(False, "earlier learned rules no longer reject their targets: %s" % lapsed[:3])
+    return Verdict(True, "rejects its %d targets, keeps %d known-good programs clean" % (len(targets), len(checked)),
+                   {"targets": [n for n, _ in targets], "good_checked": len(checked)})
+
+
+def gate_calibration(before_error, after_error):
+    if not math.isfinite(after_error) or after_error >= before_error * (1 - MIN_GAIN):
+        return Verdict(False, "held-out error %.4f -> %.4f: not lower by %d%%" % (before_error, after_error,
+                                                                                 MIN_GAIN * 100),
+                       {"before": before_error, "after": after_error})
+    return Verdict(True, "held-out error %.4f -> %.4f" % (before_error, after_error),
+                   {"before": before_error, "after": after_error})
+
+
+def gate_weights(changes, outcomes):
+    """changes: tactic -> (old, new) weight; outcomes: tactic -> number of outcomes behind the change."""
+    if not changes:
+        return Verdict(False, "no weight changes")
+    thin = [t for t in changes if outcomes.get(t, 0) < MIN_OUTCOMES]
+    wild = [t for t, (_, new) in changes.items() if not (math.isfinite(new) and
+                                                         WEIGHT_BOUNDS[0] <= new <= WEIGHT_BOUNDS[1])]
+    if thin or wild:
+        return Verdict(False, "changes without %d outcomes each (%s) or out of bounds (%s)" % (
+            MIN_OUTCOMES, ", ".join(thin[:5]) or "-", ", ".join(wild[:5]) or "-"))
+    return Verdict(True, "%d weights from %d outcomes" % (len(changes), sum(outcomes[t] for t in changes)),
+                   {"changes": {t: list(v) for t, v in changes.items()}})

@@ -1,0 +1,167 @@
+"""The self-evolving outer loop: runs' failures and measurements -> gated proposals -> knowledge files.
+
+After a run (or on demand, `evolve --learn-only`), `learn` reads every run database
+under the runs directory and makes three kinds of proposal:
+- rule: failure clusters (learn/signatures.py) that recur on at least
+  `min_recurrence` distinct kernels, found after verification passed (analysis,
+  build, runtime) and not already caught by a learned rule, become declarative
+  verifier rules (learn/rules.py) separating them from known-good kernels;
+- calibration: a refit of the cost model's constants on all measurements;
+- weights: new tactic prior weights from the runs' tactic outcomes.
+Each goes through its gate (learn/gate.py); accepted ones are written as the next
+version of their knowledge file, and every proposal is recorded in the current
+run's database (proposals table) with the gate's verdict.
+"""
+
+import glob
+import json
+import os
+
+from compiler.ir.text_parse import parse_kernel
+from compiler.ir.text_print import print_kernel
+from compiler.verify import RULES as BUILTIN_RULES
+from compiler.verify import verify
+from compiler.verify.declarative import rules_from_data
+
+from agent.learn import calibrate, gate, knowledge, rules as rules_mod, signatures, weights
+from agent.store import Store
+
+RULE_STAGES = ("analysis", "build", "runtime")
+MAX_GOOD = 40  # passing candidates checked per proposal (plus the whole good corpus)
+
+
+def run_databases(runs_root):
+    return sorted(glob.glob(os.path.join(runs_root, "*", "agent.db")))
+
+
+def _collect(paths):
+    """(failure rows with ir_text, passing (hash, ir_text), {run id: tactic stats}, calibration pairs)."""
+    failures, passing, stats, pairs = [], {}, {}, []
+    for path in paths:
+        s = Store(path)
+        try:
+            run = s.run()
+            rows = s.db.execute("SELECT f.*, c.ir_text FROM failures f JOIN candidates c ON c.id = f.candidate_id")
+            failures += [dict(r) for r in rows]
+            for r in s.db.execute("SELECT ir_hash, ir_text FROM candidates WHERE fitness_s IS NOT NULL ORDER BY fitness_s"):
+                passing.setdefault(r["ir_hash"], r["ir_text"])
+            if run:
+                stats[run["id"]] = s.tactic_stats()
+            pairs += s.calibration_pairs()
+        finally:
+            s.close()
+    return failures, passing, stats, pairs
+
+
+def learned_rules(directory):
+    doc = knowledge.load(directory, knowledge.RULES, {"version": 0, "changelog": [], "rules": [], "targets": {}})
+    doc.setdefault("rules", [])
+    doc.setdefault("targets", {})
+    return doc
+
+
+def load_rules(directory):
+    """The learned rules as verifier Rule objects (for verify(extra_rules=...))."""
+    return rules_from_data(learned_rules(directory)["rules"])
+
+
+def _targets(directory, doc):
+    """rule id -> [(file name, kernel)] of the programs each learned rule was accepted against."""
+    out = {}
+    for rid, files in doc["targets"].items():
+        out[rid] = []
+        for name in files:
+            with open(os.path.join(directory, name)) as f:
+                out[rid].append((name, parse_kernel(f.read(), filename=name).kernel))
+    return out
+
+
+def _rule_proposals(directory, failures, passing, min_recurrence, record, log):
+    doc = learned_rules(directory)
+    known = rules_from_data(doc["rules"])
+    eligible = [f for f in failures if f["stage"] in RULE_STAGES and f["kind"] != "task_mismatch"]
+    good = [(h[:16], parse_kernel(text).kernel) for h, text in list(passing.items())[:MAX_GOOD]]
+    for sig, rows in signatures.cluster(eligible).items():
+        if len(rows) < min_recurrence:
+            continue
+        kernels = [(r["ir_hash"][:16], parse_kernel(r["ir_text"]).kernel) for r in rows]
+        if known and all(any(d.id in {k.id for k in known} for d in verify(k, extra_rules=known)) for _, k in kernels):
+            continue  # an earlier learned rule catches these already
+        found = rules_mod.synthesize([k for _, k in kernels], [k for _, k in good] +
+                                     [k for _, k in gate.good_corpus()])
+        if found is None:
+            record("rule", sig, {"count": len(rows)}, gate.Verdict(False, "no IR feature conjunction separates them"
+                                                                   " from known-good kernels"), None)
+            continue
+        level, atoms = found
+        taken = {r.id for r in BUILTIN_RULES} | {r["id"] for r in doc["rules"]}
+        rule = rules_mod.rule(rules_mod.next_id(taken), sig, level, atoms, len(rows),
+                              "avoid this combination: the agent saw it fail %d times (%s)" % (len(rows), sig))
+        verdict = gate.gate_rule(rule, doc["rules"], kernels, good, _targets(directory, doc))
+        version = None
+        if verdict.accepted:
+            version = _accept_rule(directory, doc, rule, kernels, verdict)
+            doc = learned_rules(directory)
+            known = rules_from_data(doc["rules"])
+            log("learned verifier rule %s: %s (knowledge/rules.json v%d)" % (rule["id"], rule["doc"], version))
+        record("rule", sig, rule, verdict, version)
+
+
+def _accept_rule(directory, doc, rule, kernels, verdict):
+    files = []
+    for name, kernel in kernels:
+        rel = os.path.join("gate", rule["id"], "%s.cake" % name)
+        os.makedirs(os.path.join(directory, os.path.dirname(rel)), exist_ok=True)
+        with open(os.path.join(directory, rel), "w") as f:
+            f.write("# expect: %s\n# a candidate that failed with the rule's signature\n%s" % (rule["id"],
+                                                                                                print_kernel(kernel)))
+        files.append(rel)
+    new = {**doc, "rules": doc["rules"] + [rule], "targets": {**doc["targets"], rule["id"]: files}}
+    return knowledge.save(directory, knowledge.RULES, new, "rule %s: %s" % (rule["id"], rule["doc"]),
+                          proposal=rule["id"], evidence=verdict.details)
+
+
+def _calibration_proposal(directory, pairs, record, log):
+    base = calibrate.current(directory)
+    proposed = calibrate.propose(pairs, base)
+    if proposed is None:
+        return
+    fitted, before, after = proposed
+    verdict = gate.gate_calibration(before, after)
+    version = None
+    if verdict.accepted:
+        version = calibrate.write(directory, base, fitted, "recalibrated from %d measurements" % len(pairs),
+                                  dict(verdict.details, pairs=len(pairs)))
+        log("recalibrated the cost model: %s (knowledge/calibration.json v%d)" % (verdict.why, version))
+    record("calibration", "calibration|%d pairs" % len(pairs), {"constants": fitted}, verdict, version)
+
+
+def _weights_proposal(directory, stats, record, log):
+    doc = knowledge.load(directory, knowledge.TACTICS)
+    changes, outcomes, runs = weights.propose(doc, stats)
+    if not changes:
+        return
+    verdict = gate.gate_weights(changes, outcomes)
+    version = None
+    if verdict.accepted:
+        version = knowledge.save(directory, knowledge.TACTICS, weights.apply(doc, changes, runs),
+                                 "tactic weights from %d runs" % len(runs), evidence=verdict.details)
+        log("updated %d tactic weights (knowledge/tactics.json v%d)" % (len(changes), version))
+    record("weights", "weights|%d runs" % len(runs), {t: list(v) for t, v in changes.items()}, verdict, version)
+
+
+def learn(runs_root, directory, store=None, min_recurrence=3, log=print):
+    """Make, gate and apply proposals from every run under runs_root; returns [(kind, signature, verdict)]."""
+    failures, passing, stats, pairs = _collect(run_databases(runs_root))
+    results = []
+
+    def record(kind, sig, payload, verdict, version):
+        results.append((kind, sig, verdict))
+        if store is not None:
+            store.add_proposal(kind, sig, json.loads(json.dumps(payload, default=str)),
+                               "accepted" if verdict.accepted else "refused", verdict.to_dict(), version)
+
+    _rule_proposals(directory, failures, passing, min_recurrence, record, log)
+    _calibration_proposal(directory, pairs, record, log)
+    _weights_proposal(directory, stats, record, log)
+    return results

@@ -1,0 +1,43 @@
+"""Tactic-weight proposals: the bandit's outcomes across runs become new prior weights.
+
+Outcomes (tactic_stats of runs whose evidence tactics.json has not used yet) are
+summed per tactic; a tactic with enough outcomes gets weight prior x exp(mean reward),
+at most doubled or halved per update and kept within the gate's bounds. The runs
+used are listed in tactics.json (`learned_from`), so no evidence counts twice.
+"""
+
+import math
+
+from agent.learn import gate
+
+STEP = 2.0  # largest factor one update may change a weight by
+
+
+def propose(tactics_doc, runs_stats):
+    """(changes tactic -> (old, new), outcomes tactic -> n, runs used) from {run id: {tactic: [n, sum]}}."""
+    used = set(tactics_doc.get("learned_from", []))
+    fresh = {run: stats for run, stats in runs_stats.items() if run not in used}
+    totals = {}
+    for stats in fresh.values():
+        for tactic, (n, total) in stats.items():
+            t = totals.setdefault(tactic, [0, 0.0])
+            t[0] += n
+            t[1] += total
+    priors = {t["name"]: t["weight"] for t in tactics_doc["tactics"]}
+    changes, outcomes = {}, {}
+    for tactic, (n, total) in totals.items():
+        if tactic not in priors or n < gate.MIN_OUTCOMES:
+            continue
+        old = priors[tactic]
+        factor = min(STEP, max(1 / STEP, math.exp(total / n)))
+        new = round(min(gate.WEIGHT_BOUNDS[1], max(gate.WEIGHT_BOUNDS[0], old * factor)), 4)
+        if abs(new - old) >= 0.1 * old:
+            changes[tactic] = (old, new)
+            outcomes[tactic] = n
+    return changes, outcomes, sorted(fresh)
+
+
+def apply(tactics_doc, changes, runs):
+    """tactics.json's content with the new weights and the runs recorded as used."""
+    tactics = [dict(t, weight=changes[t["name"]][1]) if t["name"] in changes else t for t in tactics_doc["tactics"]]
+    return {**tactics_doc, "tactics": tactics, "learned_from": sorted(set(tactics_doc.get("learned_from", [])) | set(runs))}

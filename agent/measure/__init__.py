@@ -1,0 +1,1 @@
+"""Fitness for the evolve loop: GPU measurement in isolated workers, or a fake for tests."""

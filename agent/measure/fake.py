@@ -1,0 +1,35 @@
+"""A fake evaluator for tests: measured time is a function of the kernel, with scripted failures.
+
+By default a candidate's "measured" time is its cost-model prediction scaled by a
+fixed factor per bottleneck-free feature (so recalibration has something to learn),
+and kernels matching `fail_when` (a predicate on the kernel) fail with `fail_kind`.
+"""
+
+from compiler import analysis
+
+from agent.measure.result import Measured
+
+
+class FakeEvaluator:
+    def __init__(self, shapes, device, scale=1.3, fail_when=None, fail_kind="wrong_result", device_s=0.5):
+        self.shapes, self.device = shapes, device
+        self.scale = scale
+        self.fail_when = fail_when
+        self.fail_kind = fail_kind
+        self.device_s = device_s
+        self.calls = 0
+
+    def measure(self, compiled, kernel, binding, label):
+        self.calls += 1
+        if self.fail_when is not None and self.fail_when(kernel):
+            return Measured(False, device_s=self.device_s, kind=self.fail_kind,
+                            message="case 0 (fake): labels disagree on 12.5% of points")
+        predicted = analysis.analyze(kernel, self.shapes, self.device).predicted_seconds
+        t = predicted * self.scale
+        return Measured(True, t, t * 0.98, t * 1.02, self.device_s, detail={"fake": True})
+
+    def peers(self):
+        return {}
+
+    def close(self):
+        pass

@@ -1,0 +1,112 @@
+"""The run's report: report.md with PNG plots, the best IR, its generated CUDA, speedups and what was learned."""
+
+import json
+import os
+
+from agent import bandit as bandit_mod
+from agent import plots
+from agent.genome import Genome
+from agent.progress import failures_text
+
+
+def _us(seconds):
+    return "-" if seconds is None else "%.3f us" % (seconds * 1e6)
+
+
+def lineage(store, row):
+    """The tactics from the seed to `row`, oldest first."""
+    steps = []
+    while row is not None:
+        steps.append(row["tactic"])
+        row = store.candidate(row["parent_id"]) if row["parent_id"] is not None else None
+    return list(reversed(steps))
+
+
+def _evaluation_order(store):
+    rows = store.db.execute("SELECT fitness_s FROM candidates WHERE fitness_s IS NOT NULL ORDER BY finished_at, id")
+    return [r[0] for r in rows]
+
+
+def _tactic_table(bandit):
+    names = sorted(set(bandit.priors) | set(bandit.stats))
+    probs = bandit.probabilities([n for n in names if n in bandit.priors])
+    lines = ["| tactic | outcomes | mean reward | prior weight | choice probability now |", "|---|---|---|---|---|"]
+    for n in sorted(names, key=lambda n: -bandit.stats.get(n, (0, 0))[0]):
+        count, total = bandit.stats.get(n, (0, 0.0))
+        lines.append("| %s | %d | %+.3f | %s | %s |" % (
+            n, count, total / count if count else 0.0, bandit.priors.get(n, "-"),
+            "%.3f" % probs[n] if n in probs else "-"))
+    return "\n".join(lines)
+
+
+def write(run_dir, store, task, mode_line, stop_reason, bandit, cuda=None, cuda_note="", peers_note=""):
+    """Write report.md (and its plots) into run_dir; returns its path."""
+    run = store.run()
+    seed, best = store.first(), (store.ranked(limit=1) or [None])[0]
+    measured = run["mode"] == "measure"
+    what = "measured" if measured else "predicted"
+    fitness = _evaluation_order(store)
+    images = []
+    if fitness:
+        plots.best_so_far(fitness, os.path.join(run_dir, "best_so_far.png"), what)
+        images.append("![best so far against evaluations](best_so_far.png)")
+    pairs = store.predicted_and_measured()
+    if pairs:
+        plots.predicted_vs_measured(pairs, os.path.join(run_dir, "predicted_vs_measured.png"))
+        images.append("![predicted against measured time](predicted_vs_measured.png)")
+    else:
+        images.append("No predicted-against-measured plot: nothing was measured (%s)." % mode_line)
+
+    lines = ["# CAKE agent run `%s`" % run["id"], "", mode_line, ""]
+    lines += ["| | |", "|---|---|",
+              "| task | `%s`: %s, shapes %s, target %s, cost-model device %s |" % (
+                  task.name, task.family, json.dumps(task.shapes), task.target, task.device),
+              "| stopped | %s |" % stop_reason,
+              "| candidates | %d (%d with a fitness) |" % (store.count("candidates"), len(fitness)),
+              "| search time | %.0f s |" % store.meta("elapsed_s", 0.0)]
+    if measured:
+        lines.append("| device time | %.1f s |" % float(store.meta("device_s", 0.0)))
+    lines += ["", "## Result", ""]
+    if best is None:
+        lines.append("No candidate got a fitness.")
+    else:
+        seed_s = seed["fitness_s"]
+        lines += ["| kernel | %s time | speedup over the seed |" % what, "|---|---|---|",
+                  "| seed (#%d) | %s | 1.000x |" % (seed["id"], _us(seed_s)),
+                  "| best (#%d) | %s | %s |" % (best["id"], _us(best["fitness_s"]),
+                                               "%.3fx" % (seed_s / best["fitness_s"]) if seed_s else "-")]
+        lines.append("")
+        peers = store.peers()
+        if peers:
+            lines += ["| peer | measured time | best's speedup over it |", "|---|---|---|"]
+            for name, p in sorted(peers.items()):
+                lines.append("| %s | %s | %s |" % (name, _us(p["median_s"]), "%.3fx" % (p["median_s"] / best["fitness_s"])
+                                                   if p["median_s"] and measured else "not measured"))
+        else:
+            lines.append(peers_note or "Peers were not measured.")
+        lines += ["", "Best candidate: %s" % (Genome.from_json(best["genome"]).describe() if best["genome"]
+                                              else "IR written by %s" % best["author"]),
+                  "", "Lineage: %s" % " -> ".join(lineage(store, best))]
+    lines += ["", "## Progress", ""] + images
+    lines += ["", "## Failures by class", "", failures_text(store.failure_counts(), limit=100)]
+    lines += ["", "## Tactics", "", "Rewards: a valid child earns its log speedup over its parent x%g (clipped to"
+              " [-1, 1]); invalid %g, failed %g, duplicate %g, pruned %g." % (
+                  bandit_mod.SPEEDUP_SCALE, bandit_mod.INVALID, bandit_mod.FAILED, bandit_mod.DUPLICATE,
+                  bandit_mod.PRUNED), "", _tactic_table(bandit)]
+    proposals = store.proposals()
+    lines += ["", "## Learning (the outer loop)", ""]
+    if proposals:
+        lines += ["| kind | signature | status | knowledge version | gate |", "|---|---|---|---|---|"]
+        for p in proposals:
+            lines.append("| %s | `%s` | %s | %s | %s |" % (p["kind"], p["signature"][:80], p["status"],
+                                                          p["knowledge_version"] or "-", json.loads(p["gate"]).get("why", "")))
+    else:
+        lines.append("No proposals this run.")
+    if best is not None:
+        lines += ["", "## Best IR", "", "```", best["ir_text"].rstrip(), "```"]
+        lines += ["", "## Generated CUDA", ""]
+        lines += ["```cuda", cuda.rstrip(), "```"] if cuda else [cuda_note or "Not compiled."]
+    path = os.path.join(run_dir, "report.md")
+    with open(path, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    return path

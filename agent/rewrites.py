@@ -1,0 +1,365 @@
+"""IR rewrites: edits of a kernel's schedule decisions that keep what it computes.
+
+Each rewrite is `fn(kernel, **args) -> kernel`: it returns an edited copy (the input
+is never modified) and raises NotApplicable when the kernel offers nothing it could
+change, so the search only records real moves. Rewrites work on any kernel of the
+right shape, whoever wrote it (a seed family, an earlier rewrite, an LLM); whether
+the result is still correct is for the verifier, the build and the oracle to say,
+and their diagnostics drive the repair moves. REWRITES maps the names that
+knowledge/tactics.json uses to the functions.
+"""
+
+from cake.ir.v1 import ir_pb2
+
+REGISTER_FILE = 65536  # 32-bit registers per SM (sm_80 .. sm_100a)
+SETMAXNREG_MIN, SETMAXNREG_MAX = 24, 256
+SWIZZLE_SPAN = {
+    ir_pb2.SWIZZLE_NONE_UNSPECIFIED: 0,
+    ir_pb2.SWIZZLE_32B: 32,
+    ir_pb2.SWIZZLE_64B: 64,
+    ir_pb2.SWIZZLE_128B: 128,
+}
+SWIZZLE_BY_NAME = {"none": ir_pb2.SWIZZLE_NONE_UNSPECIFIED, "32b": ir_pb2.SWIZZLE_32B, "64b": ir_pb2.SWIZZLE_64B,
+                   "128b": ir_pb2.SWIZZLE_128B}
+ELEMENT_BYTES = {ir_pb2.DTYPE_BF16: 2, ir_pb2.DTYPE_F16: 2, ir_pb2.DTYPE_F32: 4, ir_pb2.DTYPE_FP8_E4M3: 1,
+                 ir_pb2.DTYPE_I8: 1, ir_pb2.DTYPE_I32: 4}
+
+
+class NotApplicable(Exception):
+    """The rewrite has nothing to change in this kernel; the message says why."""
+
+
+def _copy(kernel):
+    out = ir_pb2.Kernel()
+    out.CopyFrom(kernel)
+    return out
+
+
+def walk_ops(ops):
+    """(list, index, op) for every op of a body, nested bodies included, in program order."""
+    for i, op in enumerate(ops):
+        yield ops, i, op
+        kind = op.WhichOneof("kind")
+        if kind == "loop":
+            yield from walk_ops(op.loop.body)
+        elif kind == "branch":
+            yield from walk_ops(op.branch.then_body)
+            yield from walk_ops(op.branch.else_body)
+
+
+def _role(kernel, name):
+    for role in kernel.roles:
+        if role.name == name:
+            return role
+    raise NotApplicable("no role %r" % name)
+
+
+def _region(kernel, name):
+    for region in kernel.regions:
+        if region.name == name:
+            return region
+    raise NotApplicable("no region %r" % name)
+
+
+def role_threads(role):
+    return 128 * role.warpgroups if role.WhichOneof("size") == "warpgroups" else 32 * role.warps
+
+
+def block_threads(kernel):
+    """Threads per block: roles in order, a warpgroup role starting at a warpgroup boundary."""
+    threads = 0
+    for role in kernel.roles:
+        if role.WhichOneof("size") == "warpgroups":
+            threads = -(-threads // 128) * 128
+        threads += role_threads(role)
+    return -(-threads // 128) * 128 if any(r.WhichOneof("size") == "warpgroups" for r in kernel.roles) else threads
+
+
+def _check_setmaxnreg(kernel):
+    if kernel.target not in (ir_pb2.TARGET_SM_90A, ir_pb2.TARGET_SM_100A):
+        raise NotApplicable("register budgets (setmaxnreg) exist on sm_90a and sm_100a only")
+
+
+def registers(kernel, role, value):
+    """Set one role's register budget (setmaxnreg), a multiple of 8 in [24, 256]."""
+    _check_setmaxnreg(kernel)
+    value = int(value)
+    if value % 8 or not SETMAXNREG_MIN <= value <= SETMAXNREG_MAX:
+        raise NotApplicable("%d is not a setmaxnreg value" % value)
+    out = _copy(kernel)
+    target = _role(out, role)
+    if target.registers == value:
+        raise NotApplicable("role %r already has %d registers" % (role, value))
+    target.registers = value
+    return out
+
+
+def register_budget_per_thread(kernel):
+    """Registers per thread the launch allocates: the file over threads x min_blocks_per_sm, in steps of 8."""
+    threads = block_threads(kernel) * max(1, kernel.launch.min_blocks_per_sm)
+    return min(255, REGISTER_FILE // max(1, threads)) // 8 * 8
+
+
+def rebalance_registers(kernel, producer=24, cap=240):
+    """Give producers `producer` registers and share the rest of the launch's allocation among
+    the other budgeted roles (setmaxnreg moves registers within the block's allocation)."""
+    _check_setmaxnreg(kernel)
+    out = _copy(kernel)
+    budgeted = [r for r in out.roles if r.registers]
+    if not budgeted:
+        raise NotApplicable("no role has a register budget")
+    pool = register_budget_per_thread(out) * block_threads(out)
+    producers = [r for r in budgeted if r.kind == ir_pb2.ROLE_KIND_PRODUCER]
+    others = [r for r in budgeted if r.kind != ir_pb2.ROLE_KIND_PRODUCER]
+    if not others:
+        raise NotApplicable("only producer roles have budgets")
+    unbudgeted = sum(role_threads(r) for r in out.roles if not r.registers) * register_budget_per_thread(out)
+    left = pool - unbudgeted - sum(producer * role_threads(r) for r in producers)
+    share = min(cap, left // sum(role_threads(r) for r in others) // 8 * 8)
+    if share < SETMAXNREG_MIN:
+        raise NotApplicable("the launch allocation leaves %d registers per consumer thread" % share)
+    for r in producers:
+        r.registers = producer
+    for r in others:
+        r.registers = share
+    if out == kernel:
+        raise NotApplicable("budgets are already balanced")
+    return out
+
+
+def swizzle(kernel, region, mode):
+    """Change a swizzled shared region's swizzle (TMA and wgmma read the same pattern)."""
+    out = _copy(kernel)
+    target = _region(out, region)
+    if target.space != ir_pb2.MEMORY_SPACE_SHARED:
+        raise NotApplicable("region %r is not shared memory" % region)
+    want = SWIZZLE_BY_NAME.get(mode)
+    if want is None:
+        raise NotApplicable("unknown swizzle %r" % mode)
+    if target.swizzle == want:
+        raise NotApplicable("region %r already has swizzle %s" % (region, mode))
+    if target.swizzle == ir_pb2.SWIZZLE_NONE_UNSPECIFIED:
+        raise NotApplicable("region %r is unswizzled: its readers do not expect a swizzle" % region)
+    inner = target.shape[-1] * ELEMENT_BYTES.get(target.dtype, 0) if target.shape else 0
+    if SWIZZLE_SPAN[want] and inner % SWIZZLE_SPAN[want]:
+        raise NotApplicable("rows of %d bytes are not a multiple of the %s span" % (inner, mode))
+    target.swizzle = want
+    return out
+
+
+def _wgmmas(kernel):
+    for role in kernel.roles:
+        for _, _, op in walk_ops(role.body):
+            if op.WhichOneof("kind") == "mma" and op.mma.kind == ir_pb2.MMA_KIND_WGMMA:
+                yield op.mma
+
+
+def instr_n(kernel, n):
+    """Set the N of every wgmma instruction (m64nNk16); 0 lets lowering pick the widest."""
+    out = _copy(kernel)
+    regions = {r.name: r for r in out.regions}
+    mmas = list(_wgmmas(out))
+    if not mmas:
+        raise NotApplicable("no wgmma")
+    changed = False
+    for mma in mmas:
+        acc = regions.get(mma.acc.region)
+        width = acc.shape[-1] if acc is not None and acc.shape else 0
+        if n and (n % 8 or n > 256 or not width or width % n):
+            raise NotApplicable("N=%d does not tile an accumulator %d wide" % (n, width))
+        want = [64, n, 16] if n else []
+        if list(mma.instr_shape) != want:
+            del mma.instr_shape[:]
+            mma.instr_shape.extend(want)
+            changed = True
+    if not changed:
+        raise NotApplicable("wgmma instructions already have N=%d" % n)
+    return out
+
+
+def unroll(kernel, var, factor):
+    """Set the unroll factor of the loops over `var` (0: leave it to nvcc, 1: never unroll)."""
+    out = _copy(kernel)
+    loops = [op.loop for role in out.roles for _, _, op in walk_ops(role.body)
+             if op.WhichOneof("kind") == "loop" and op.loop.var == var
+             and op.loop.kind == ir_pb2.LOOP_KIND_SERIAL_UNSPECIFIED]
+    if not loops:
+        raise NotApplicable("no serial loop over %r" % var)
+    if all(loop.unroll == factor for loop in loops):
+        raise NotApplicable("loops over %r already unroll by %d" % (var, factor))
+    for loop in loops:
+        loop.unroll = factor
+    return out
+
+
+def min_blocks(kernel, n):
+    """Ask for `n` resident blocks per SM (__launch_bounds__' second argument)."""
+    if kernel.launch.persistent:
+        raise NotApplicable("a persistent launch sizes its grid from min_blocks_per_sm")
+    if max(1, kernel.launch.min_blocks_per_sm) == n:
+        raise NotApplicable("already %d blocks per SM" % n)
+    out = _copy(kernel)
+    out.launch.min_blocks_per_sm = n
+    return out
+
+
+def defer_lane_reduction(kernel):
+    """Keep per-thread running arg-mins in the loop and merge each row's lanes once after it.
+
+    A running arg-min with scope `lanes` shuffles across a row's quad for every tile; with
+    scope `thread` each lane keeps the best of its own columns, and one `lanes` merge of the
+    running values after the loop gives the same winner (ties still go to the smaller index).
+    """
+    out = _copy(kernel)
+    changed = False
+    for role in out.roles:
+        for ops, i, op in list(walk_ops(role.body)):
+            if op.WhichOneof("kind") != "loop":
+                continue
+            merges = []
+            for _, _, inner in walk_ops(op.loop.body):
+                ar = inner.arg_reduce if inner.WhichOneof("kind") == "arg_reduce" else None
+                if ar is not None and ar.scope == ir_pb2.SCOPE_LANES and ar.accumulate:
+                    ar.scope = ir_pb2.SCOPE_THREAD
+                    merge = ir_pb2.ArgReduce(op=ar.op, src=ir_pb2.TileRef(region=ar.values.region), axis=1,
+                                             index_base=ir_pb2.Expr(int=0), values=ar.values, indices=ar.indices,
+                                             scope=ir_pb2.SCOPE_LANES, accumulate=True)
+                    merges.append(merge)
+            for j, merge in enumerate(merges):
+                ops.insert(i + 1 + j, ir_pb2.Op(arg_reduce=merge))
+                changed = True
+    if not changed:
+        raise NotApplicable("no running arg-min merges lanes inside a loop")
+    return out
+
+
+def split_reduction(kernel, parts):
+    """Split each whole-tile wgmma's reduction (K) dimension into `parts` MMAs over windows of it."""
+    out = _copy(kernel)
+    regions = {r.name: r for r in out.regions}
+    changed = False
+    for role in out.roles:
+        for ops, i, op in list(walk_ops(role.body)):
+            if op.WhichOneof("kind") != "mma" or op.mma.kind != ir_pb2.MMA_KIND_WGMMA:
+                continue
+            mma = op.mma
+            b = regions.get(mma.b.region)
+            if b is None or len(b.shape) != 2 or mma.b.window or mma.a_major or mma.b_major:
+                continue
+            depth = b.shape[1]
+            span = SWIZZLE_SPAN[b.swizzle] // ELEMENT_BYTES.get(b.dtype, 2) or 16
+            step = depth // parts
+            if depth % parts or step % 16 or step % span:
+                raise NotApplicable("a %d-deep reduction does not split into %d swizzle-aligned parts" % (depth, parts))
+            a_rows = _window_or_whole(mma.a, regions.get(mma.a.region))
+            if a_rows is None:
+                continue
+            pieces = []
+            for p in range(parts):
+                piece = ir_pb2.Mma()
+                piece.CopyFrom(mma)
+                piece.a.window[1].CopyFrom(ir_pb2.Window(start=ir_pb2.Expr(int=p * step), size=step))
+                del piece.b.window[:]
+                piece.b.window.add(start=ir_pb2.Expr(int=0), size=b.shape[0])
+                piece.b.window.add(start=ir_pb2.Expr(int=p * step), size=step)
+                if p:
+                    piece.accumulate.CopyFrom(ir_pb2.Expr(int=1))
+                pieces.append(ir_pb2.Op(mma=piece))
+            ops[i].CopyFrom(pieces[0])
+            for j, piece in enumerate(pieces[1:]):
+                ops.insert(i + 1 + j, piece)
+            changed = True
+    if not changed:
+        raise NotApplicable("no whole-tile K-major wgmma to split")
+    return out
+
+
+def _window_or_whole(ref, region):
+    """Give `ref` an explicit 2-D window (the whole tile when it has none); None if it cannot."""
+    if region is None or len(region.shape) != 2:
+        return None
+    if not ref.window:
+        ref.window.add(start=ir_pb2.Expr(int=0), size=region.shape[0])
+        ref.window.add(start=ir_pb2.Expr(int=0), size=region.shape[1])
+    if len(ref.window) != 2 or ref.window[1].size != region.shape[1]:
+        return None
+    return ref
+
+
+def elect_release(kernel, barrier="release_sync"):
+    """Release ring slots with one arrival per consumer warpgroup instead of one per thread.
+
+    Each warpgroup first meets at its own named barrier (so every thread's reads of the
+    slot are done), then one elected thread of its first warp arrives on `empty`.
+    """
+    out = _copy(kernel)
+    barriers = {b.name: b for b in out.barriers}
+    if barrier in barriers:
+        raise NotApplicable("barrier %r exists already" % barrier)
+    changed = False
+    for pipe in out.pipelines:
+        empty = barriers.get(pipe.empty)
+        for name in pipe.consumers:
+            role = _role(out, name)
+            if role.WhichOneof("size") != "warpgroups" or empty is None or empty.arrivals != role_threads(role):
+                continue
+            sites = [(ops, i) for ops, i, op in walk_ops(role.body) if op.WhichOneof("kind") == "mbarrier_arrive"
+                     and op.mbarrier_arrive.barrier.barrier == pipe.empty]
+            if not sites:
+                continue
+            for ops, i in reversed(sites):
+                arrive = ir_pb2.Op()
+                arrive.CopyFrom(ops[i])
+                leader = _and(_eq(_bin(ir_pb2.BINARY_OP_MOD, _sym("warp"), _int(4)), _int(0)), _sym("elected"))
+                ops[i].CopyFrom(ir_pb2.Op(named_barrier_sync=ir_pb2.NamedBarrierSync(barrier=barrier, index=_sym("warpgroup"))))
+                ops.insert(i + 1, ir_pb2.Op(branch=ir_pb2.Branch(cond=leader, then_body=[arrive])))
+            empty.arrivals = role.warpgroups
+            out.barriers.add(name=barrier, kind=ir_pb2.BARRIER_KIND_NAMED, count=role.warpgroups, arrivals=128)
+            changed = True
+            break
+        if changed:
+            break
+    if not changed:
+        raise NotApplicable("no ring whose every consumer thread releases slots")
+    return out
+
+
+def _sym(name):
+    return ir_pb2.Expr(sym=name)
+
+
+def _int(v):
+    return ir_pb2.Expr(int=v)
+
+
+def _bin(op, lhs, rhs):
+    return ir_pb2.Expr(binary=ir_pb2.BinaryExpr(op=op, lhs=lhs, rhs=rhs))
+
+
+def _eq(lhs, rhs):
+    return _bin(ir_pb2.BINARY_OP_EQ, lhs, rhs)
+
+
+def _and(lhs, rhs):
+    return _bin(ir_pb2.BINARY_OP_AND, lhs, rhs)
+
+
+REWRITES = {
+    "registers": registers,
+    "rebalance_registers": rebalance_registers,
+    "swizzle": swizzle,
+    "instr_n": instr_n,
+    "unroll": unroll,
+    "min_blocks": min_blocks,
+    "defer_lane_reduction": defer_lane_reduction,
+    "split_reduction": split_reduction,
+    "elect_release": elect_release,
+}
+
+
+def apply(kernel, name, args):
+    """Apply rewrite `name` with `args` (a dict); NotApplicable when it has nothing to do."""
+    fn = REWRITES.get(name)
+    if fn is None:
+        raise NotApplicable("unknown rewrite %r" % name)
+    return fn(kernel, **args)

@@ -1,0 +1,82 @@
+"""IR rewrites produce kernels that verify (or name why they cannot apply), and never touch their input."""
+
+import pytest
+from cake.ir.v1 import ir_pb2
+
+from agent import rewrites
+from compiler.ir.text_parse import parse_kernel
+from compiler.ir.text_print import print_kernel
+from compiler.verify import has_errors, verify
+from kernels.kmeans.schedules import assign_sm90a
+
+SEED = assign_sm90a()
+
+VALID = [
+    ("registers", {"role": "load", "value": 24}),
+    ("rebalance_registers", {"producer": 24}),
+    ("swizzle", {"region": "sCols", "mode": "64b"}),
+    ("swizzle", {"region": "sRows", "mode": "32b"}),
+    ("instr_n", {"n": 64}),
+    ("unroll", {"var": "t", "factor": 2}),
+    ("defer_lane_reduction", {}),
+    ("split_reduction", {"parts": 2}),
+]
+
+
+@pytest.mark.parametrize("name,args", VALID, ids=["%s%s" % (n, list(a.values())) for n, a in VALID])
+def test_rewrite_verifies_round_trips_and_leaves_the_input_alone(name, args):
+    before = ir_pb2.Kernel()
+    before.CopyFrom(SEED)
+    out = rewrites.apply(SEED, name, args)
+    assert SEED == before
+    assert out != SEED
+    assert not has_errors(verify(out)), [d.id for d in verify(out)]
+    assert parse_kernel(print_kernel(out)).kernel == out
+
+
+def test_defer_lane_reduction_moves_the_quad_merge_after_the_loop():
+    out = rewrites.defer_lane_reduction(SEED)
+    body = next(r for r in out.roles if r.name == "mma").body
+    kinds = [op.WhichOneof("kind") for op in body]
+    loop = body[kinds.index("loop")].loop
+    inner = [op.arg_reduce for op in loop.body if op.WhichOneof("kind") == "arg_reduce"]
+    assert [a.scope for a in inner] == [ir_pb2.SCOPE_THREAD]
+    merge = body[kinds.index("loop") + 1].arg_reduce
+    assert (merge.scope, merge.src.region, merge.values.region) == (ir_pb2.SCOPE_LANES, "best_v", "best_v")
+
+
+def test_two_blocks_per_sm_then_rebalance_fits_the_register_file():
+    two = rewrites.min_blocks(assign_sm90a(stages=2, block_k=64), 2)
+    assert "CAKE-RES-004" in [d.id for d in verify(two)]
+    fixed = rewrites.rebalance_registers(two)
+    assert not has_errors(verify(fixed))
+    assert [r.registers for r in fixed.roles] == [24, 104]
+
+
+def test_elect_release_gives_one_arrival_per_warpgroup():
+    out = rewrites.elect_release(SEED)
+    empty = next(b for b in out.barriers if b.name == "empty")
+    sync = next(b for b in out.barriers if b.name == "release_sync")
+    assert (empty.arrivals, sync.kind, sync.count, sync.arrivals) == (2, ir_pb2.BARRIER_KIND_NAMED, 2, 128)
+
+
+@pytest.mark.parametrize("name,args,why", [
+    ("registers", {"role": "nobody", "value": 64}, "no role"),
+    ("registers", {"role": "mma", "value": 100}, "not a setmaxnreg value"),
+    ("swizzle", {"region": "sColSq", "mode": "64b"}, "unswizzled"),
+    ("instr_n", {"n": 48}, "does not tile"),
+    ("unroll", {"var": "nope", "factor": 2}, "no serial loop"),
+    ("min_blocks", {"n": 1}, "already"),
+    ("split_reduction", {"parts": 4}, "swizzle-aligned"),
+    ("unknown", {}, "unknown rewrite"),
+])
+def test_not_applicable_says_why(name, args, why):
+    with pytest.raises(rewrites.NotApplicable, match=why):
+        rewrites.apply(SEED, name, args)
+
+
+def test_register_budgets_need_setmaxnreg():
+    from kernels.kmeans.schedules import assign_sm80
+
+    with pytest.raises(rewrites.NotApplicable, match="sm_90a and sm_100a"):
+        rewrites.rebalance_registers(assign_sm80())

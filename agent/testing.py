@@ -1,0 +1,68 @@
+"""Test helpers: a knowledge copy, a compiler port whose builds skip nvcc, a small task, a fake-measured run."""
+
+import io
+import os
+import shutil
+
+from cake.compiler.v1 import artifact_pb2
+
+from agent import loop
+from agent import task as task_mod
+from agent.authors.search import SearchAuthor
+from agent.bandit import Bandit
+from agent.compiler_port import Build, InProcessPort
+from agent.events import EventLog
+from agent.learn import knowledge
+from agent.measure.fake import FakeEvaluator
+from agent.progress import PlainProgress
+from agent.repair import RepairMap
+from agent.store import Store
+from agent.tactics import load as load_tactics
+from compiler.ir.hashing import ir_hash
+
+
+def knowledge_copy(tmp_path):
+    """A writable copy of agent/knowledge in tmp_path."""
+    out = os.path.join(str(tmp_path), "knowledge")
+    shutil.copytree(knowledge.PACKAGE_DIR, out)
+    return out
+
+
+class LoweringOnlyPort(InProcessPort):
+    """An in-process port whose compile lowers to CUDA but runs no nvcc (no cubin): fast, GPU-free tests."""
+
+    name = "in-process (lowering only)"
+
+    def compile(self, kernel):
+        from compiler.lower import LoweringError, lower
+
+        try:
+            ctx = lower(kernel)
+        except LoweringError as e:
+            from compiler.build import diagnostics
+
+            return Build(None, [diagnostics.lowering_error(e)])
+        return Build(artifact_pb2.CompiledKernel(target=ctx.target.name, ir_hash=ir_hash(kernel),
+                                                 cuda_source=ctx.source), [])
+
+
+def small_task(**budget):
+    """The default task with a small budget (evaluations, wall_s, device_s, stale_generations)."""
+    t = task_mod.task(task_mod.DEFAULT_TASK)
+    return t.with_budget(**dict({"evaluations": 20, "wall_s": 60.0}, **budget))
+
+
+def measured_run(tmp_path, fail_when=None, **budget):
+    """Run the loop in measure mode on CPU (lowering-only builds, FakeEvaluator); (evolver, why, store, evaluator)."""
+    task = small_task(**budget)
+    tactics, _ = load_tactics(knowledge.PACKAGE_DIR)
+    os.makedirs(str(tmp_path), exist_ok=True)
+    store = Store(str(tmp_path / "agent.db"))
+    store.start_run("m", task.to_json(), {"mode_line": "fake"}, loop.MEASURE, 0)
+    bandit = Bandit({n: t.weight for n, t in tactics.items()})
+    evaluator = FakeEvaluator(task.shapes, task.device, fail_when=fail_when)
+    evolver = loop.Evolver(task, store, EventLog(str(tmp_path / "events.jsonl")), LoweringOnlyPort(), evaluator,
+                           tactics, RepairMap.load(knowledge.PACKAGE_DIR), bandit,
+                           [SearchAuthor(tactics, bandit, task.fixed)], PlainProgress(io.StringIO()),
+                           loop.Settings(mode=loop.MEASURE, seed=0))
+    return evolver, evolver.run(), store, evaluator
