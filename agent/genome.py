@@ -15,8 +15,8 @@ from agent import rewrites, seeds
 
 # Rewrites that decide the same thing: adding one drops the others (the latest choice wins).
 CONFLICTS = {"registers": ("rebalance_registers",), "rebalance_registers": ("registers",)}
-ORDER = ("defer_lane_reduction", "split_reduction", "elect_release", "min_blocks", "swizzle", "instr_n", "unroll",
-         "registers", "rebalance_registers")
+ORDER = ("defer_lane_reduction", "split_reduction", "elect_release", "min_blocks", "persistent", "swizzle", "instr_n",
+         "unroll", "registers", "rebalance_registers")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -204,20 +204,21 @@ def min_blocks(kernel, n):
 
 
 def defer_lane_reduction(kernel):
-    """Keep per-thread running arg-mins in the loop and merge each row's lanes once after it.
+    """Keep per-thread running arg-mins in a loop and merge each row's lanes once after it.
 
-    A running arg-min with scope `lanes` shuffles across a row's quad for every tile; with
-    scope `thread` each lane keeps the best of its own columns, and one `lanes` merge of the
-    running values after the loop gives the same winner (ties still go to the smaller index).
+    A running arg-min with scope `lanes` directly in a serial loop shuffles across a row's
+    quad every iteration; with scope `thread` each lane keeps the best of its own columns,
+    and one `lanes` merge of the running values after the loop gives the same winner (ties
+    still go to the smaller index).
     """
     out = _copy(kernel)
     changed = False
     for role in out.roles:
         for ops, i, op in list(walk_ops(role.body)):
-            if op.WhichOneof("kind") != "loop":
+            if op.WhichOneof("kind") != "loop" or op.loop.kind != ir_pb2.LOOP_KIND_SERIAL_UNSPECIFIED:
                 continue
             merges = []
-            for _, _, inner in walk_ops(op.loop.body):
+            for inner in op.loop.body:
                 ar = inner.arg_reduce if inner.WhichOneof("kind") == "arg_reduce" else None
                 if ar is not None and ar.scope == ir_pb2.SCOPE_LANES and ar.accumulate:
                     ar.scope = ir_pb2.SCOPE_THREAD
@@ -355,6 +356,10 @@ REWRITES = {
     "split_reduction": split_reduction,
     "elect_release": elect_release,
 }
+
+from agent.persistent import persistent  # noqa: E402  (it builds on the helpers above)
+
+REWRITES["persistent"] = persistent
 
 
 def apply(kernel, name, args):

@@ -20,6 +20,7 @@ VALID = [
     ("unroll", {"var": "t", "factor": 2}),
     ("defer_lane_reduction", {}),
     ("split_reduction", {"parts": 2}),
+    ("persistent", {}),
 ]
 
 
@@ -43,6 +44,25 @@ def test_defer_lane_reduction_moves_the_quad_merge_after_the_loop():
     assert [a.scope for a in inner] == [ir_pb2.SCOPE_THREAD]
     merge = body[kinds.index("loop") + 1].arg_reduce
     assert (merge.scope, merge.src.region, merge.values.region) == (ir_pb2.SCOPE_LANES, "best_v", "best_v")
+
+
+def test_persistent_walks_the_tiles_and_continues_the_rings():
+    out = rewrites.persistent(SEED)
+    assert out.launch.persistent and not out.launch.grid
+    for role in out.roles:
+        tiles = role.body[-1].loop
+        assert (tiles.var, tiles.counter, tiles.kind) == ("tile", "it", ir_pb2.LOOP_KIND_PERSISTENT)
+    text = print_kernel(out)
+    assert "full@round(it * (K / 128) + t)" in text and "sCols@((it * (K / 128) + t) % 3)" in text
+    assert "x[tile / (N / 128), tile % (N / 128) * 128, 0]" in text
+    ring = next(p for p in out.pipelines if p.name == "sRows_ring")
+    assert (ring.stages, ring.full, ring.empty, list(ring.regions)) == (1, "rows_full", "sRows_empty", ["sRows"])
+    # Composes with the other rewrites, in either order where both apply.
+    for k in (rewrites.defer_lane_reduction(out), rewrites.persistent(rewrites.defer_lane_reduction(SEED)),
+              rewrites.persistent(rewrites.rebalance_registers(assign_sm90a(consumers=4)))):
+        assert not has_errors(verify(k)), [d.id for d in verify(k)]
+    with pytest.raises(rewrites.NotApplicable, match="persistent already"):
+        rewrites.persistent(out)
 
 
 def test_two_blocks_per_sm_then_rebalance_fits_the_register_file():

@@ -7,7 +7,9 @@ weight. Args may name parts of the kernel by role instead of by name (@producer,
 them against the parent's kernel, so the child's genome records concrete values.
 """
 
+import collections
 import dataclasses
+import json
 
 from cake.ir.v1 import ir_pb2
 
@@ -92,7 +94,7 @@ def _swizzled(kernel, in_ring):
 def _main_loop(kernel):
     consumer = _first_role(kernel, (ir_pb2.ROLE_KIND_CONSUMER, ir_pb2.ROLE_KIND_COMPUTE))
     for _, _, op in rewrites.walk_ops(consumer.body):
-        if op.WhichOneof("kind") == "loop" and any(
+        if op.WhichOneof("kind") == "loop" and op.loop.kind == ir_pb2.LOOP_KIND_SERIAL_UNSPECIFIED and any(
                 inner.WhichOneof("kind") == "mma" for _, _, inner in rewrites.walk_ops(op.loop.body)):
             return op.loop.var
     raise rewrites.NotApplicable("no loop around an MMA")
@@ -144,9 +146,30 @@ def apply(tactic, subject, fixed, rng):
     return Subject(materialize(child, fixed), child)
 
 
+_MATERIALIZED = collections.OrderedDict()  # (genome, fixed) -> kernel or NotApplicable, most recent last
+CACHE_SIZE = 4096
+
+
 def materialize(g, fixed):
-    """The genome's kernel; NotApplicable when the builder rejects its params or a rewrite no longer applies."""
-    try:
-        return genome_mod.materialize(g, fixed)
-    except (ValueError, AssertionError, KeyError) as e:
-        raise rewrites.NotApplicable("the family does not build %s: %s" % (g.describe(), e)) from None
+    """The genome's kernel; NotApplicable when the builder rejects its params or a rewrite no longer applies.
+
+    Results (failures included) are cached: the search revisits neighbours often, and
+    kernels are never modified after they are built (rewrites copy).
+    """
+    key = (g.to_json(), json.dumps(fixed, sort_keys=True))
+    hit = _MATERIALIZED.get(key)
+    if hit is None:
+        try:
+            hit = genome_mod.materialize(g, fixed)
+        except rewrites.NotApplicable as e:
+            hit = e
+        except (ValueError, AssertionError, KeyError) as e:
+            hit = rewrites.NotApplicable("the family does not build %s: %s" % (g.describe(), e))
+        _MATERIALIZED[key] = hit
+        if len(_MATERIALIZED) > CACHE_SIZE:
+            _MATERIALIZED.popitem(last=False)
+    else:
+        _MATERIALIZED.move_to_end(key)
+    if isinstance(hit, rewrites.NotApplicable):
+        raise hit
+    return hit

@@ -15,8 +15,8 @@ import json
 class Budget:
     """When the search stops: whichever limit comes first (0: no limit of that kind)."""
 
-    evaluations: int = 400  # candidates given a fitness (predicted or measured)
-    wall_s: float = 100.0  # seconds of search, not counting set-up and the report
+    evaluations: int = 300  # candidates given a fitness (predicted or measured)
+    wall_s: float = 75.0  # seconds of search, not counting set-up and the report
     device_s: float = 0.0  # seconds of GPU work (compiles excluded), measured runs only
     stale_generations: int = 4  # stop after this many generations without a new candidate
 

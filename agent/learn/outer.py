@@ -27,7 +27,7 @@ from agent.learn import calibrate, gate, knowledge, rules as rules_mod, signatur
 from agent.store import Store
 
 RULE_STAGES = ("analysis", "build", "runtime")
-MAX_GOOD = 40  # passing candidates checked per proposal (plus the whole good corpus)
+MAX_GOOD = 500  # passing candidates a rule must leave valid (plus the whole good corpus)
 
 
 def run_databases(runs_root):

@@ -7,7 +7,8 @@ conjunction of at most MAX_ATOMS conditions over the verifier's IR features
 (compiler/verify/features.py), at one entity level, that some entity of every
 failing kernel satisfies and no entity of any good kernel does. Conditions are
 equalities on names, kinds and flags and thresholds on sizes, taken from the values
-the failing kernels have; the search is greedy (each step keeps every failing kernel
+the failing kernels have (sizes are bounded, not matched exactly, so a rule
+describes a region of the space rather than one program); the search is greedy (each step keeps every failing kernel
 covered and excludes the most good ones). The result is a rule object in
 compiler/verify/declarative.py's format, or None when no such rule exists.
 """
@@ -18,6 +19,7 @@ from compiler.verify import features as ir_features
 from compiler.verify.context import Context
 
 MAX_ATOMS = 3
+SMALL_INT = 16  # ints up to this (counts, stages, warps) may be compared for equality; larger ones only bounded
 LEVELS = ("kernel", "role", "region", "barrier", "op")
 # Features too specific to generalize from (names differ between programs of one shape).
 _SKIP = {"kernel.name"}
@@ -51,7 +53,9 @@ def _atoms(level, failing):
                 if isinstance(value, bool) or isinstance(value, str):
                     out.add((name, "==", value))
                 elif isinstance(value, int):
-                    out.update({(name, "==", value), (name, ">=", value), (name, "<=", value)})
+                    out.update({(name, ">=", value), (name, "<=", value)})
+                    if abs(value) <= SMALL_INT:
+                        out.add((name, "==", value))
     return sorted(out, key=repr)
 
 
