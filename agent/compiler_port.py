@@ -70,10 +70,9 @@ def _recalibrated(report, features, calibration):
 class InProcessPort:
     name = "in-process"
 
-    def __init__(self, extra_rules=(), calibration=None, build_cache=None):
+    def __init__(self, extra_rules=(), calibration=None):
         self.extra_rules = list(extra_rules)
         self.calibration = calibration
-        self.build_cache = build_cache
 
     def verify(self, kernel):
         return list(run_verifier(kernel, extra_rules=self.extra_rules))
@@ -88,7 +87,7 @@ class InProcessPort:
     def compile(self, kernel):
         from compiler.build.driver import build  # imports lowering: only when something is compiled
 
-        result = build(kernel, cache=self.build_cache)
+        result = build(kernel)
         return Build(result.compiled, list(result.diagnostics))
 
     def close(self):

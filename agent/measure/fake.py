@@ -1,8 +1,8 @@
 """A fake evaluator for tests: measured time is a function of the kernel, with scripted failures.
 
-By default a candidate's "measured" time is its cost-model prediction scaled by a
-fixed factor per bottleneck-free feature (so recalibration has something to learn),
-and kernels matching `fail_when` (a predicate on the kernel) fail with `fail_kind`.
+A candidate's "measured" time is its cost-model prediction times `scale`, and
+kernels matching `fail_when` (a predicate on the kernel) fail with `fail_kind`, each
+costing `device_s` seconds of pretend device time.
 """
 
 from compiler import analysis
