@@ -90,9 +90,12 @@ def _authors(args, task, tactics, bandit, log):
     search = SearchAuthor(tactics, bandit, task.fixed)
     if args.author == "search":
         return [search]
-    from agent.authors.llm import ChatClient, LlmAuthor
+    from agent.authors.llm import ChatClient, LlmAuthor, LlmError
 
-    llm = LlmAuthor(ChatClient.from_env(), task, log=log)
+    try:
+        llm = LlmAuthor(ChatClient.from_env(), task, log=log)
+    except LlmError as e:
+        raise SystemExit("--author %s: %s" % (args.author, e)) from None
     return [llm] if args.author == "llm" else [llm, search]
 
 
@@ -147,12 +150,13 @@ def main(argv=None):
             print("%s %s: %s (%s)" % (kind, "accepted" if verdict.accepted else "refused", sig, verdict.why))
         return 0
     store, task, mode, line, settings, run_dir = _start(args)
+    tactics, tactics_version = load_tactics(kdir)
+    bandit = Bandit({n: t.weight for n, t in tactics.items()}, store.tactic_stats())
+    authors = _authors(args, task, tactics, bandit, print)  # rich's live display shows prints above itself
     events = EventLog(os.path.join(run_dir, "events.jsonl"))
     display = progress_mod.make("CAKE agent: %s" % task.name, plain=args.plain or None)
     display.message(line)
     display.message("run directory: %s" % run_dir)
-    tactics, tactics_version = load_tactics(kdir)
-    bandit = Bandit({n: t.weight for n, t in tactics.items()}, store.tactic_stats())
     try:
         with open_port(args.compiler, outer.load_rules(kdir), calibrate.current(kdir), args.compiler_address,
                        log=display.message) as port:
@@ -165,7 +169,7 @@ def main(argv=None):
                         store.set_peer(name, median, detail)
                     store.set_meta("peers_timed", True)
                 evolver = loop.Evolver(task, store, events, port, evaluator, tactics, RepairMap.load(kdir), bandit,
-                                       _authors(args, task, tactics, bandit, display.message), display, settings)
+                                       authors, display, settings)
                 why = evolver.run()
             finally:
                 if evaluator is not None:
@@ -177,6 +181,7 @@ def main(argv=None):
                     print("proposal %s %s: %s" % (kind, "accepted" if verdict.accepted else "refused", verdict.why))
             cuda, note = _best_cuda(port, store, evolver)
     finally:
+        display.close()
         events.close()
     path = report.write(run_dir, store, task, line, why, bandit, cuda, note,
                         "Peers were not measured: %s." % ("no GPU" if mode != loop.MEASURE else "none importable"))

@@ -43,6 +43,7 @@ class PlainProgress:
         self.every_s = every_s
         self._last = 0.0
         self._snapshot = None
+        self._closed = False
 
     def message(self, text):
         print(text, file=self.out, flush=True)
@@ -59,8 +60,9 @@ class PlainProgress:
         self.message("[agent] %s; failures: %s" % (facts, failures_text(s["failures"])))
 
     def close(self):
-        if self._snapshot is not None:
+        if self._snapshot is not None and not self._closed:
             self._line(self._snapshot)
+        self._closed = True
 
 
 class RichProgress:
@@ -91,7 +93,7 @@ class RichProgress:
         self.live.update(Panel(table, title=self.title))
 
     def close(self):
-        self.live.stop()
+        self.live.stop()  # idempotent
 
 
 def make(title, plain=None):
