@@ -180,14 +180,12 @@ def main(argv=None):
                 for kind, sig, verdict in outer.learn(os.path.dirname(run_dir), kdir, store, log=print):
                     print("proposal %s %s: %s" % (kind, "accepted" if verdict.accepted else "refused", verdict.why))
             cuda, note = _best_cuda(port, store, evolver)
+        path = report.write(run_dir, store, task, line, why, bandit, cuda, note,
+                            "Peers were not measured: %s." % ("no GPU" if mode != loop.MEASURE else "none importable"))
+        events.emit("run_finished", stopped=why, report=path)
     finally:
         display.close()
         events.close()
-    path = report.write(run_dir, store, task, line, why, bandit, cuda, note,
-                        "Peers were not measured: %s." % ("no GPU" if mode != loop.MEASURE else "none importable"))
-    events = EventLog(os.path.join(run_dir, "events.jsonl"))
-    events.emit("run_finished", stopped=why, report=path)
-    events.close()
     store.finish_run("finished")
     store.close()
     print("report: %s" % path, flush=True)

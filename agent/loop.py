@@ -98,9 +98,8 @@ class Evolver:
                 break
             made = self._generation()
             stale = 0 if made else self.store.meta("stale", 0) + 1
-            self.store.set_meta("stale", stale)
-            self.store.set_meta("generation", self.store.meta("generation", 0) + 1)
-            self.store.set_meta("elapsed_s", self.elapsed_s())
+            self.store.set_meta(stale=stale, generation=self.store.meta("generation", 0) + 1,
+                                elapsed_s=self.elapsed_s())
             self.events.emit("generation", generation=self.store.meta("generation"), proposed=made,
                              evaluations=self.evaluations())
         self.store.set_meta("elapsed_s", self.elapsed_s())

@@ -91,9 +91,13 @@ class Store:
         row = self.db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
         return json.loads(row["value"]) if row else default
 
-    def set_meta(self, key, value):
+    def set_meta(self, key=None, value=None, **values):
+        """Set one key (key, value) or several (keyword arguments) in one transaction."""
+        if key is not None:
+            values[key] = value
         with self.tx() as db:
-            db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, json.dumps(value)))
+            for k, v in values.items():
+                db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (k, json.dumps(v)))
 
     # -- candidates ------------------------------------------------------------------
 
