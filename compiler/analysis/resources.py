@@ -1,9 +1,8 @@
 """Per-block resources of a schedule and the occupancy they allow on a device.
 
-- Shared memory: regions in declaration order, each `stages` copies of its tile,
-  starting at a 1024-byte boundary when 128B-swizzled (TMA and wgmma need the
-  swizzle atom aligned) and a 128-byte one otherwise; then the mbarriers, 8 bytes
-  each. Scratch that lowering adds for cross-warp reductions is not counted.
+- Shared memory: what lowering lays out (compiler/ir/smem_layout.py): regions,
+  1024-byte aligned, with their stages; TMEM address slots; scratch tiles for
+  solves into registers; the mbarriers.
 - Registers per thread: with role budgets on a target with setmaxnreg, the block's
   register pool is the sum of threads x budget over roles (a role without a budget
   counts its estimate), spread over all threads; without setmaxnreg every thread
@@ -21,11 +20,9 @@ import math
 from cake.ir.v1 import ir_pb2
 
 from compiler.analysis import tiles
+from compiler.ir import smem_layout
 
 REGISTER_OVERHEAD = 32
-MBARRIER_BYTES = 8
-_SWIZZLED_ALIGN = 1024
-_ALIGN = 128
 
 Occupancy = collections.namedtuple("Occupancy", "blocks_per_sm limiter limits")
 
@@ -35,18 +32,8 @@ def _round_up(value, unit):
 
 
 def shared_bytes_per_block(kernel):
-    """Shared memory one block uses (regions, alignment padding, mbarriers), in bytes."""
-    offset = 0
-    for region in kernel.regions:
-        if region.space != ir_pb2.MEMORY_SPACE_SHARED:
-            continue
-        align = _SWIZZLED_ALIGN if region.swizzle == ir_pb2.SWIZZLE_128B else _ALIGN
-        offset = _round_up(offset, align) + tiles.region_bytes(region) * max(1, region.stages)
-    offset = _round_up(offset, MBARRIER_BYTES)
-    for barrier in kernel.barriers:
-        if barrier.kind == ir_pb2.BARRIER_KIND_MBARRIER:
-            offset += MBARRIER_BYTES * max(1, barrier.count)
-    return offset
+    """Shared memory one block uses, in bytes: lowering's layout (regions, padding, slots, scratch, mbarriers)."""
+    return smem_layout.layout(kernel).total
 
 
 def threads_per_block(kernel):

@@ -7,15 +7,15 @@ from kernels.gemm.schedules import gemm_sm90a
 H200 = target_db.device_for("sm_90a")
 
 
-def test_shared_regions_are_aligned_by_swizzle_and_mbarriers_follow():
+def test_shared_memory_is_lowerings_layout():
     k = KernelBuilder("k", target="sm_90a")
-    k.shared("small", "bf16", [10])  # 20 B, then padding to 128 for the next
-    k.shared("plain", "f32", [3], stages=2)  # at 128: 24 B
-    k.shared("swz", "bf16", [64, 64], stages=2, swizzle="128b")  # at 1024: 16 KB
+    k.shared("small", "bf16", [10])  # at 0: 20 B
+    k.shared("plain", "f32", [3], stages=2)  # at 1024 (every region starts 1024-aligned): 2 x 16 B
+    k.shared("swz", "bf16", [64, 64], stages=2, swizzle="128b")  # at 2048: 16 KB
     k.registers("r", "f32", [64], layout="per_thread", owner="x")  # not shared
     k.mbarrier("full", arrivals=1, count=2)
     k.named_barrier("nb", threads=128)  # hardware, not shared memory
-    assert resources.shared_bytes_per_block(k.build()) == 1024 + 2 * 64 * 64 * 2 + 2 * 8
+    assert resources.shared_bytes_per_block(k.build()) == 2048 + 2 * 64 * 64 * 2 + 2 * 8
 
 
 def test_gemm_ring_of_four_128x256x64_stages_allows_one_block_per_sm():

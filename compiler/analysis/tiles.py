@@ -9,17 +9,7 @@ import math
 
 from cake.ir.v1 import ir_pb2
 
-DTYPE_BYTES = {
-    ir_pb2.DTYPE_BF16: 2,
-    ir_pb2.DTYPE_F16: 2,
-    ir_pb2.DTYPE_F32: 4,
-    ir_pb2.DTYPE_F64: 8,
-    ir_pb2.DTYPE_FP8_E4M3: 1,
-    ir_pb2.DTYPE_I8: 1,
-    ir_pb2.DTYPE_I32: 4,
-    ir_pb2.DTYPE_I64: 8,
-    ir_pb2.DTYPE_U32: 4,
-}
+from compiler.ir.dtypes import DTYPE_BYTES
 
 # Threads sharing one copy of a register region's shape, by fragment layout: the
 # region's shape is per warpgroup (WGMMA_*), per warp (MMA_*) or per thread

@@ -18,12 +18,14 @@ from compiler.ir.text_print import print_kernel
 from kernels.gemm.schedules import gemm_sm80, gemm_sm90a, gemm_sm100a
 from kernels.kda.schedules import chunk_fwd_sm90a
 from kernels.kmeans import schedules as kmeans
+from kernels.kmeans import tuned as kmeans_tuned
 from kernels.knn.schedules import topk_sm90a
 
 GOOD_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "good")
 
-# name -> builder of the default schedule; at least one tiled GEMM per target family
-# and one schedule of each of the three proving kernels.
+# name -> builder of the default schedule; at least one tiled GEMM per target family,
+# one schedule of each of the three proving kernels, and the tuned KMeans kernels the
+# API runs (kernels/kmeans/api.py: the assignment at its D = 128 parameters).
 GOOD = {
     "gemm_sm80": gemm_sm80,
     "gemm_sm90a": gemm_sm90a,
@@ -33,6 +35,8 @@ GOOD = {
     "kmeans_assign_sm100a": kmeans.assign_sm100a,
     "kmeans_update": kmeans.update,
     "kmeans_finalize": kmeans.finalize,
+    "kmeans_assign_sm90a_tuned": kmeans_tuned.assign_sm90a_tuned,
+    "kmeans_update_sorted": kmeans_tuned.update_sorted,
     "knn_topk_sm90a": topk_sm90a,
     "kda_chunk_fwd_sm90a": chunk_fwd_sm90a,
 }

@@ -145,7 +145,8 @@ def _ceildiv(a, b):
     return -_floordiv(-a, b)
 
 
-_EVAL = {
+# BinaryOp -> its Python function (ZeroDivisionError for division or modulo by zero): the one operator table.
+OPERATORS = {
     OP.BINARY_OP_ADD: lambda a, b: a + b,
     OP.BINARY_OP_SUB: lambda a, b: a - b,
     OP.BINARY_OP_MUL: lambda a, b: a * b,
@@ -177,7 +178,7 @@ def evaluate(expr, env):
         except KeyError:
             raise UnboundSymbol(expr.sym) from None
     if kind == "binary":
-        fn = _EVAL.get(expr.binary.op)
+        fn = OPERATORS.get(expr.binary.op)
         if fn is None:
             raise ValueError("expression has an unset binary operator")
         return fn(evaluate(expr.binary.lhs, env), evaluate(expr.binary.rhs, env))

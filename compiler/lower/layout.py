@@ -2,21 +2,16 @@
 
 - Roles take consecutive warps in declaration order; a role sized in warpgroups starts
   at a warpgroup boundary (wgmma and setmaxnreg need aligned warpgroups).
-- Shared regions get 1024-byte-aligned offsets (the 128B swizzle repeats every 8 rows of
-  128 bytes, and TMA/wgmma address the pattern from the tile base); mbarriers follow,
-  8-byte aligned.
+- Shared memory is laid out by compiler/ir/smem_layout.py (the one layout, which the
+  verifier and the cost analysis measure): 1024-byte-aligned regions, TMEM address
+  slots, scratch tiles for tri_solves into registers, then mbarriers.
 - Named barriers get hardware ids 1..15 in declaration order (0 is bar.sync 0).
 """
 
 from cake.ir.v1 import ir_pb2
 
+from compiler.ir import smem_layout
 from compiler.lower.context import DTYPE_BYTES, SWIZZLE_SPAN, LoweringError, RoleInfo, SharedRegion
-
-TILE_ALIGN = 1024
-
-
-def _align(x, a):
-    return (x + a - 1) // a * a
 
 
 def layout_roles(ctx):
@@ -25,7 +20,7 @@ def layout_roles(ctx):
         path = "kernel.roles[%d]" % i
         size = role.WhichOneof("size")
         if size == "warpgroups":
-            warp = _align(warp, 4)
+            warp = smem_layout.align(warp, 4)
             warps = 4 * role.warpgroups
         elif size == "warps":
             warps = role.warps
@@ -41,69 +36,28 @@ def layout_roles(ctx):
 
 
 def layout_shared(ctx):
-    offset = 0
+    """Offsets of shared regions, TMEM address slots, scratch tiles and mbarriers (compiler/ir/smem_layout.py)."""
     for i, region in enumerate(ctx.kernel.regions):
         if region.space == ir_pb2.MEMORY_SPACE_REGISTER:
             ctx.registers[region.name] = region
-            continue
-        if region.space != ir_pb2.MEMORY_SPACE_SHARED:
-            continue
-        esize = DTYPE_BYTES.get(region.dtype)
-        if esize is None or not region.shape:
+        elif region.space == ir_pb2.MEMORY_SPACE_SHARED and (DTYPE_BYTES.get(region.dtype) is None or not region.shape):
             raise LoweringError("kernel.regions[%d]" % i, "shared region %r needs a dtype and a shape" % region.name)
-        elems = 1
-        for d in region.shape:
-            elems *= d
-        stage_bytes = _align(elems * esize, TILE_ALIGN if region.swizzle else 16)
-        offset = _align(offset, TILE_ALIGN)
-        ctx.shared[region.name] = SharedRegion(region, offset, stage_bytes, esize, SWIZZLE_SPAN[region.swizzle])
-        offset += stage_bytes * max(1, region.stages)
-    # Tensor-memory regions need a shared slot where tcgen05.alloc writes the TMEM address.
-    for region in ctx.kernel.regions:
-        if region.space == ir_pb2.MEMORY_SPACE_TENSOR:
-            offset = _align(offset, 16)
-            ctx.shared["__tmem_" + region.name] = SharedRegion(region, offset, 16, 4, 0)
-            offset += 16
-    offset = reserve_scratch(ctx, offset)
-    offset = _align(offset, 8)
-    for b in ctx.kernel.barriers:
-        if b.kind == ir_pb2.BARRIER_KIND_MBARRIER:
-            ctx.mbarriers[b.name] = (offset, b)
-            offset += 8 * max(1, b.count)
-    ctx.shared_bytes = _align(offset, 16)
-    for p in ctx.kernel.pipelines:
-        ctx.pipelines_by_empty[p.empty] = p
-
-
-def _ops(ops):
-    for op in ops:
-        yield op
-        kind = op.WhichOneof("kind")
-        if kind == "loop":
-            yield from _ops(op.loop.body)
-        elif kind == "branch":
-            yield from _ops(op.branch.then_body)
-            yield from _ops(op.branch.else_body)
-
-
-def reserve_scratch(ctx, offset):
-    """Shared scratch for ops that lower through shared memory (a tri_solve into registers).
-
-    One f32 tile per role, as large as the role's largest such op needs; the role also
-    gets a hidden named barrier (see assign_named) to hand the tile between its threads.
-    """
-    for role in ctx.kernel.roles:
-        need_rows = need_cols = 0
-        for op in _ops(role.body):
-            if op.WhichOneof("kind") == "tri_solve" and op.tri_solve.x.region in ctx.registers:
-                shape = list(ctx.registers[op.tri_solve.x.region].shape)
-                if len(shape) == 2:
-                    need_rows, need_cols = max(need_rows, shape[0]), max(need_cols, shape[1])
-        if need_rows:
-            offset = _align(offset, 16)
-            ctx.scratch[role.name] = (offset, need_cols)
-            offset += 4 * need_rows * need_cols
-    return offset
+    lay = smem_layout.layout(ctx.kernel)
+    regions = ctx.kernel.regions
+    for slot in lay.regions:
+        region = regions[slot.index]
+        ctx.shared[slot.name] = SharedRegion(
+            region, slot.offset, slot.stage_bytes, DTYPE_BYTES[region.dtype], SWIZZLE_SPAN[region.swizzle]
+        )
+    for index, offset in lay.tmem_slots:
+        region = regions[index]
+        ctx.shared["__tmem_" + region.name] = SharedRegion(region, offset, smem_layout.TMEM_SLOT_BYTES, 4, 0)
+    for role_name, offset, cols in lay.scratch:
+        ctx.scratch[role_name] = (offset, cols)
+    for index, offset in lay.mbarriers:
+        b = ctx.kernel.barriers[index]
+        ctx.mbarriers[b.name] = (offset, b)
+    ctx.shared_bytes = lay.total
 
 
 def assign_named(ctx):

@@ -1,11 +1,12 @@
 """Printers for synchronization: mbarrier init/arrive/expect_tx/wait, named barriers, fences.
 
-Ring slots and wait parities are derived here from a BarrierRef's `round` (see the
-Pipeline comment in ir.proto): slot = round % count; a wait on a pipeline's `empty`
-barrier waits parity (round / count + 1) % 2 (a fresh slot counts as released), any
-other wait parity (round / count) % 2.
+Ring slots and wait parities of a BarrierRef's `round` follow compiler/ir/phases.py
+(the one derivation, which the verifier checks against): slot = round % count, and a
+wait waits parity (round / count + lag) % 2, lag being 1 on a pipeline's `empty`
+barrier (a fresh slot counts as released).
 """
 
+from compiler.ir import phases
 from compiler.lower.context import LoweringError
 from compiler.lower.ops import printer
 
@@ -30,9 +31,7 @@ def wait_parity(em, ref, phase, path):
         return "(%s) & 1" % em.expr(phase)
     if ref.WhichOneof("slot") != "round":
         raise LoweringError(path, "a wait on a barrier addressed by index needs an explicit phase")
-    _, decl = em.ctx.mbarriers[ref.barrier]
-    count = max(1, decl.count)
-    lag = 1 if ref.barrier in em.ctx.pipelines_by_empty else 0
+    count, lag = phases.ring_terms(em.ctx.kernel, ref.barrier)
     return "((%s) / %d + %d) & 1" % (em.expr(ref.round), count, lag)
 
 

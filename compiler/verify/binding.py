@@ -22,6 +22,9 @@ MAX_CANDIDATES = 4096
 MAX_COMBINATIONS = 512
 # Values of a symbol tried when aiming a loop at a trip count.
 MAX_AIMED = 256
+# Consecutive values that break a multi-symbol constraint after a valid one end the aiming: the valid
+# values of one symbol, the others fixed, form an interval under the relations contracts state (KP >= K).
+MAX_MISSES = 16
 
 
 class _Zero(dict):
@@ -154,14 +157,17 @@ class Binder:
             return
         name = free[0]
         adjusted.add(name)
-        best = None
+        best, misses = None, 0
         for v in itertools.islice(self.candidates(name), MAX_AIMED):
             trial = dict(env)
             trial[name] = v
             if not self.satisfies(trial):
+                misses += 1
+                if best is not None and misses >= MAX_MISSES:
+                    break
                 continue
             trips = loop_trips(loop, self.environment(trial))
-            best = v
+            best, misses = v, 0
             if trips >= t:
                 break
         if best is not None:

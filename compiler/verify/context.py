@@ -12,22 +12,9 @@ import functools
 from cake.ir.v1 import ir_pb2
 
 from compiler import targets
-from compiler.ir import enums, paths
-from compiler.verify import exprs
-
-DTYPE_BYTES = {
-    ir_pb2.DTYPE_BF16: 2,
-    ir_pb2.DTYPE_F16: 2,
-    ir_pb2.DTYPE_F32: 4,
-    ir_pb2.DTYPE_F64: 8,
-    ir_pb2.DTYPE_FP8_E4M3: 1,
-    ir_pb2.DTYPE_I8: 1,
-    ir_pb2.DTYPE_I32: 4,
-    ir_pb2.DTYPE_I64: 8,
-    ir_pb2.DTYPE_U32: 4,
-}
-
-SWIZZLE_SPAN = {ir_pb2.SWIZZLE_32B: 32, ir_pb2.SWIZZLE_64B: 64, ir_pb2.SWIZZLE_128B: 128}
+from compiler.ir import enums, paths, scalars, smem_layout
+from compiler.ir.dtypes import DTYPE_BYTES, SWIZZLE_SPAN  # noqa: F401  (the rules import them from here)
+from compiler.verify import exprs, oprefs
 
 # Bodies deeper than this are not walked (mutated IR can nest without bound; text caps it lower).
 MAX_NESTING = 64
@@ -44,15 +31,16 @@ def short(enum_type, number):
 class OpSite:
     """One op of a role body, with where it is and what encloses it."""
 
-    __slots__ = ("path", "op", "kind", "msg", "role_index", "conds", "loop_vars", "parent_path")
+    __slots__ = ("path", "op", "kind", "msg", "role_index", "conds", "branches", "loop_vars", "parent_path")
 
-    def __init__(self, path, op, kind, msg, role_index, conds, loop_vars, parent_path):
+    def __init__(self, path, op, kind, msg, role_index, conds, branches, loop_vars, parent_path):
         self.path = path  # "kernel.roles[1].body[2].loop.body[0].mbarrier_wait"
         self.op = op  # the ir_pb2.Op
         self.kind = kind  # its oneof member name, None when unset
         self.msg = msg  # the member message, None when unset
         self.role_index = role_index
         self.conds = conds  # ((cond Expr, taken arm is then), ...) outermost first
+        self.branches = branches  # the paths of the branches those conditions belong to
         self.loop_vars = loop_vars  # names bound by enclosing loops (vars and counters)
         self.parent_path = parent_path  # the Op node: "...body[0]"
 
@@ -114,10 +102,10 @@ class Context:
         self.ops = []
         self.too_deep = []  # paths of bodies not walked (nested beyond MAX_NESTING)
         for i, role in enumerate(kernel.roles):
-            self._walk(role.body, "kernel.roles[%d].body" % i, i, (), (), 0)
+            self._walk(role.body, "kernel.roles[%d].body" % i, i, (), (), (), 0)
         self.diagnostics = []  # filled by the registry as rules run; later rules may consult it
 
-    def _walk(self, body, prefix, role_index, conds, loop_vars, depth):
+    def _walk(self, body, prefix, role_index, conds, branches, loop_vars, depth):
         if depth > MAX_NESTING:
             self.too_deep.append(prefix)
             return
@@ -126,13 +114,15 @@ class Context:
             kind = op.WhichOneof("kind")
             msg = getattr(op, kind) if kind else None
             path = "%s.%s" % (node, kind) if kind else node
-            self.ops.append(OpSite(path, op, kind, msg, role_index, conds, loop_vars, node))
+            self.ops.append(OpSite(path, op, kind, msg, role_index, conds, branches, loop_vars, node))
             if kind == "loop":
                 bound = (msg.var, msg.counter) if msg.counter else (msg.var,)
-                self._walk(msg.body, path + ".body", role_index, conds, loop_vars + bound, depth + 1)
+                self._walk(msg.body, path + ".body", role_index, conds, branches, loop_vars + bound, depth + 1)
             elif kind == "branch":
-                self._walk(msg.then_body, path + ".then_body", role_index, conds + ((msg.cond, True),), loop_vars, depth + 1)
-                self._walk(msg.else_body, path + ".else_body", role_index, conds + ((msg.cond, False),), loop_vars, depth + 1)
+                inside = branches + (path,)
+                for arm, taken in (("then_body", True), ("else_body", False)):
+                    self._walk(getattr(msg, arm), "%s.%s" % (path, arm), role_index, conds + ((msg.cond, taken),), inside,
+                               loop_vars, depth + 1)
 
     # -- lookups -------------------------------------------------------------
 
@@ -177,6 +167,34 @@ class Context:
     def nodes(self):
         """(path, message) of every message node of the kernel, in tree order (compiler.ir.paths.walk)."""
         return list(paths.walk(self.kernel))
+
+    @functools.cached_property
+    def scalars(self):
+        """Per role index, {name: region index} of the register scalars it owns and may read in expressions."""
+        return [scalars.role_scalars(self.kernel, role.name) for role in self.kernel.roles]
+
+    @functools.cached_property
+    def static_names(self):
+        """Names every expression may read: symbols, scalar params and builtins."""
+        scalar_params = {p.name for p in self.kernel.params if p.kind == ir_pb2.PARAM_KIND_SCALAR}
+        return frozenset(self.symbols) | scalar_params | exprs.BUILTINS
+
+    def names_read(self, site):
+        """The names the expressions of an op site mention (its own, not those of nested bodies)."""
+        cache = self.__dict__.setdefault("_names_read", {})
+        found = cache.get(site.path)
+        if found is None:
+            found = cache[site.path] = oprefs.names(site.msg) if site.msg is not None else frozenset()
+        return found
+
+    def data_names(self, expr, role_index):
+        """The register scalars of role `role_index` that `expr` reads (run-time data), sorted."""
+        return sorted(exprs.names(expr) & self.scalars[role_index].keys()) if self.scalars[role_index] else []
+
+    @functools.cached_property
+    def smem_layout(self):
+        """The shared-memory layout lowering will use (compiler/ir/smem_layout.py)."""
+        return smem_layout.layout(self.kernel)
 
     @functools.cached_property
     def facts(self):

@@ -12,51 +12,44 @@ _DOTTED = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)+\Z")
 
 
 def _scoped_exprs(ctx):
-    """(path, Expr, names in scope besides symbols, scalar params and builtins) for every expression."""
+    """(path, Expr, loop variables in scope, role index or None) for every expression of the kernel."""
     k = ctx.kernel
     for i, c in enumerate(k.contract.constraints):
-        yield "kernel.contract.constraints[%d]" % i, c.expr, ()
+        yield "kernel.contract.constraints[%d]" % i, c.expr, (), None
     for i, g in enumerate(k.launch.grid):
-        yield "kernel.launch.grid[%d]" % i, g, ()
+        yield "kernel.launch.grid[%d]" % i, g, (), None
     for i, p in enumerate(k.params):
         for d in p.shape:
-            yield "kernel.params[%d]" % i, d, ()
+            yield "kernel.params[%d]" % i, d, (), None
     for site in ctx.ops:
         if site.msg is None:
             continue
-        scope = site.loop_vars
-        if site.kind == "loop":
-            for f in ("start", "end", "step"):
-                if site.msg.HasField(f):
-                    yield site.path, getattr(site.msg, f), scope
-            continue
-        for e in _op_exprs(site.msg):
-            yield site.path, e, scope
-
-
-def _op_exprs(msg):
-    """Expressions held by an op message (not by nested bodies)."""
-    for field, value in msg.ListFields():
-        if field.message_type is None or field.name in ("body", "then_body", "else_body"):
-            continue
-        for item in value if field.is_repeated else (value,):
-            if item.DESCRIPTOR.name == "Expr":
-                yield item
-            else:
-                yield from _op_exprs(item)
+        for _, _, e in oprefs.expressions(site.msg):
+            yield site.path, e, site.loop_vars, site.role_index
 
 
 @rule(
     "CAKE-CONTRACT-001", "contract", "error",
-    doc="Every name an expression uses is a declared symbol, a scalar param, an enclosing loop variable or a builtin.",
+    doc="Every name an expression uses is a declared symbol, a scalar param, an enclosing loop variable, a builtin or, "
+    "in a role's ops, a register scalar that role owns (a one-element register region: its run-time value).",
     fix_hint="Declare the symbol in the contract (or the scalar param), or use a loop variable that encloses this op.",
 )
 def declared_names(ctx):
-    scalars = {p.name for p in ctx.kernel.params if p.kind == ir_pb2.PARAM_KIND_SCALAR}
-    known = set(ctx.symbols) | scalars | exprs.BUILTINS
-    for path, e, scope in _scoped_exprs(ctx):
-        for name in sorted(exprs.names(e) - known - set(scope)):
-            yield Finding(path, "`%s` is not declared here" % name)
+    known = ctx.static_names
+    # Register scalars read by another role are the ownership rule's (CAKE-STRUCT-010) to report.
+    anyone = set().union(*ctx.scalars)
+    for path, e, scope, role in _scoped_exprs(ctx):
+        own = ctx.scalars[role].keys() if role is not None else ()
+        for name in sorted(exprs.names(e) - known - set(scope) - set(own)):
+            if role is not None and name in anyone:
+                continue
+            region = ctx.region(name)
+            if role is not None and region is not None and region.space == ir_pb2.MEMORY_SPACE_REGISTER:
+                yield Finding(path, "`%s` is a register region but not a one-element one (PER_THREAD [1], ROW_PER_THREAD "
+                              "[threads] or [threads, 1]); expressions read only those" % name,
+                              (("`%s` is declared here" % name, ctx.region_path(name)),))
+            else:
+                yield Finding(path, "`%s` is not declared here" % name)
 
 
 @rule(
@@ -206,7 +199,8 @@ def _input_exprs(ctx):
     model=True,
 )
 def defined(ctx):
-    if ctx.has_errors(ids=("CAKE-CONTRACT-001", "CAKE-CONTRACT-002", "CAKE-CONTRACT-003", "CAKE-STRUCT-005")):
+    if ctx.has_errors(ids=("CAKE-CONTRACT-001", "CAKE-CONTRACT-002", "CAKE-CONTRACT-003", "CAKE-STRUCT-005",
+                           "CAKE-STRUCT-018")):
         return
     base = ctx.binder.base()
     samples = [ctx.binder.environment(base)] + [env for _, env in ctx.binder.scenarios(3)] if base is not None else []

@@ -16,14 +16,16 @@ def _written(ctx):
     return out
 
 
-def _reads(site):
+def _reads(ctx, site):
+    """Names of the regions an op reads: tile operands, and register scalars its expressions read."""
     for field, ref, access in oprefs.tiles(site.kind, site.msg):
         if site.kind == "mma" and field == "acc":
             if not site.msg.HasField("accumulate") or exprs.constant(site.msg.accumulate) == 0:
                 continue
         elif access == oprefs.W:
             continue
-        yield ref
+        yield ref.region
+    yield from sorted(ctx.names_read(site) & ctx.scalars[site.role_index].keys())
 
 
 @rule(
@@ -36,11 +38,11 @@ def never_written(ctx):
     for site in ctx.ops:
         if site.msg is None:
             continue
-        for ref in _reads(site):
-            if ref.region in ctx.regions and ref.region not in written and ref.region not in reported:
-                reported.add(ref.region)
-                yield Finding(site.path, "reads `%s`, which no op ever writes" % ref.region,
-                              (("`%s` is declared here" % ref.region, ctx.region_path(ref.region)),))
+        for name in _reads(ctx, site):
+            if name in ctx.regions and name not in written and name not in reported:
+                reported.add(name)
+                yield Finding(site.path, "reads `%s`, which no op ever writes" % name,
+                              (("`%s` is declared here" % name, ctx.region_path(name)),))
 
 
 model.model_rule(

@@ -2,8 +2,10 @@
 
 `compile_expr` turns an `ir_pb2.Expr` into a Python closure once, so the protocol
 model can evaluate loop bounds, conditions and rounds thousands of times cheaply.
-A closure raises `ExprError` (never anything else) when the expression is empty,
-has an unset operator, divides by zero or names an unbound symbol.
+The operators are compiler.ir.expr's (the one table of IR semantics); the verifier
+adds what untrusted IR needs: a closure raises `ExprError` (never anything else)
+when the expression is empty, has an unset operator, divides by zero, names an
+unbound symbol, nests absurdly deep or leaves the range of machine integers.
 
 `divisor` proves divisibility symbolically: the largest d known to divide an
 expression under the contract's `S % d == 0` constraints and specialized values.
@@ -12,6 +14,8 @@ expression under the contract's `S % d == 0` constraints and specialized values.
 import math
 
 from cake.ir.v1 import ir_pb2
+
+from compiler.ir.expr import OPERATORS
 
 OP = ir_pb2.BinaryOp
 
@@ -24,43 +28,6 @@ BUILTINS = frozenset(THREAD_BUILTINS + BLOCK_BUILTINS)
 class ExprError(Exception):
     """An expression has no value: empty, unset operator, division by zero, unbound symbol."""
 
-
-def _div(a, b):
-    if b == 0:
-        raise ExprError("division by zero")
-    return a // b
-
-
-def _mod(a, b):
-    if b == 0:
-        raise ExprError("modulo by zero")
-    return a % b
-
-
-def _ceil_div(a, b):
-    if b == 0:
-        raise ExprError("division by zero")
-    return -((-a) // b)
-
-
-_FN = {
-    OP.BINARY_OP_ADD: lambda a, b: a + b,
-    OP.BINARY_OP_SUB: lambda a, b: a - b,
-    OP.BINARY_OP_MUL: lambda a, b: a * b,
-    OP.BINARY_OP_DIV: _div,
-    OP.BINARY_OP_MOD: _mod,
-    OP.BINARY_OP_CEIL_DIV: _ceil_div,
-    OP.BINARY_OP_MIN: min,
-    OP.BINARY_OP_MAX: max,
-    OP.BINARY_OP_EQ: lambda a, b: int(a == b),
-    OP.BINARY_OP_NE: lambda a, b: int(a != b),
-    OP.BINARY_OP_LT: lambda a, b: int(a < b),
-    OP.BINARY_OP_LE: lambda a, b: int(a <= b),
-    OP.BINARY_OP_GT: lambda a, b: int(a > b),
-    OP.BINARY_OP_GE: lambda a, b: int(a >= b),
-    OP.BINARY_OP_AND: lambda a, b: int(bool(a) and bool(b)),
-    OP.BINARY_OP_OR: lambda a, b: int(bool(a) or bool(b)),
-}
 
 # Values beyond this magnitude are treated as undefined (they overflow every machine integer).
 _LIMIT = 1 << 63
@@ -94,14 +61,17 @@ def compile_expr(expr, depth=0):
 
         return sym
     if kind == "binary":
-        fn = _FN.get(expr.binary.op)
+        fn = OPERATORS.get(expr.binary.op)
         if fn is None:
             return _fail("unset binary operator")
         lhs = compile_expr(expr.binary.lhs, depth + 1)
         rhs = compile_expr(expr.binary.rhs, depth + 1)
 
         def binary(env):
-            v = fn(lhs(env), rhs(env))
+            try:
+                v = fn(lhs(env), rhs(env))
+            except ZeroDivisionError as e:  # the IR's operators raise it; untrusted IR gets an ExprError
+                raise ExprError(str(e)) from None
             if -_LIMIT < v < _LIMIT:
                 return v
             raise ExprError("value out of range")

@@ -8,7 +8,7 @@ its role's. Values are ints, bools, strings (enum short names) or lists.
 
 from cake.ir.v1 import ir_pb2
 
-from compiler.verify import oprefs, resources, threads
+from compiler.verify import oprefs, threads
 from compiler.verify.context import DTYPE_BYTES, SWIZZLE_SPAN, elements, short
 
 FEATURES = {
@@ -70,7 +70,7 @@ def _kernel(ctx):
         "kernel.name": k.name,
         "kernel.target": ctx.target_name,
         "kernel.threads": ctx.block_threads,
-        "kernel.shared_bytes": resources.shared_layout(k)[0],
+        "kernel.shared_bytes": ctx.smem_layout.total,
         "kernel.roles": len(k.roles),
         "kernel.pipelines": len(k.pipelines),
         "kernel.persistent": bool(k.launch.persistent),

@@ -69,11 +69,21 @@ class Loc:
 
 
 def overlaps(a, b):
-    return all(alo < bhi and blo < ahi for (alo, ahi), (blo, bhi) in zip(a, b))
+    if a is b:  # the same box (whole tiles share theirs); dims are positive (CAKE-STRUCT-006 gates the model)
+        return True
+    for (alo, ahi), (blo, bhi) in zip(a, b):
+        if not (alo < bhi and blo < ahi):
+            return False
+    return True
 
 
 def covers(a, b):
-    return all(alo <= blo and bhi <= ahi for (alo, ahi), (blo, bhi) in zip(a, b))
+    if a is b:
+        return True
+    for (alo, ahi), (blo, bhi) in zip(a, b):
+        if not (alo <= blo and bhi <= ahi):
+            return False
+    return True
 
 
 def _first_after(times, t):

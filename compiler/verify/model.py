@@ -8,7 +8,7 @@ on a malformed kernel its findings would be consequences, not causes.
 
 from cake.compiler.v1 import diagnostics_pb2
 
-from compiler.verify import simulate
+from compiler.verify import program, simulate
 from compiler.verify.registry import Finding, rule
 
 C = diagnostics_pb2
@@ -42,6 +42,9 @@ def violation(ctx, *kinds):
     v = res.violation
     env = res.scenarios[-1][1]
     inputs = ", ".join("%s=%d" % (name, env[name]) for name in ctx.symbols if name in env)
+    if program.DATA in env:  # a kernel with conditions on register values runs each input twice
+        taken = "taken" if env[program.DATA] else "not taken"
+        inputs += "%sconditions on register values %s" % (", " if inputs else "", taken)
     where = " (found with %s)" % inputs if inputs else ""
     return Finding(v.path, v.message + where, v.notes)
 

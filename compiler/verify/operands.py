@@ -153,7 +153,7 @@ def spaces(ctx):
 
 @rule(
     "CAKE-STRUCT-010", "structure", "error",
-    doc="Register and tensor-memory regions have an owner role (registers also a layout); registers are used only by their owner; ring depth and swizzle are for shared regions.",
+    doc="Register and tensor-memory regions have an owner role (registers also a layout); registers are used only by their owner (as operands, and register scalars in expressions); ring depth and swizzle are for shared regions.",
     fix_hint="Set `owner` (and `layout`) on register/tensor regions and use registers only in the owner's body.",
 )
 def ownership(ctx):
@@ -176,6 +176,17 @@ def ownership(ctx):
                     site.path, "role `%s` uses %s region `%s`, which role `%s` owns"
                     % (ctx.kernel.roles[site.role_index].name, _space(region.space), ref.region, region.owner),
                     (("`%s` is declared here" % ref.region, ctx.region_path(ref.region)),),
+                )
+    for site in ctx.ops:
+        unknown = ctx.names_read(site) - ctx.static_names - set(site.loop_vars) - ctx.scalars[site.role_index].keys()
+        for name in sorted(unknown):
+            owner = next((ctx.kernel.roles[i].name for i, owned in enumerate(ctx.scalars) if name in owned), None)
+            if owner is not None:
+                yield Finding(
+                    site.path, "role `%s` reads register `%s` in an expression, but role `%s` owns it: its value lives "
+                    "in that role's threads" % (ctx.kernel.roles[site.role_index].name, name, owner),
+                    (("`%s` is declared here" % name, ctx.region_path(name)),),
+                    "Compute with `%s` in role `%s`, or hand its value over through shared memory." % (name, owner),
                 )
 
 

@@ -1,8 +1,13 @@
-"""What each op touches: its tile operands (read or written), global tiles and barriers.
+"""What each op touches: its tile operands (read or written), global tiles, barriers, expressions,
+and the threads it synchronizes with.
 
 One table for every rule that asks "which regions does this op read/write",
 so structure checks, data-flow checks and the protocol model agree.
 """
+
+from cake.ir.v1 import ir_pb2
+
+from compiler.verify import exprs
 
 R, W, RW = "r", "w", "rw"
 
@@ -89,6 +94,91 @@ def barrier_name(kind, msg):
     return value.barrier if spec[1] else value
 
 
+def barrier_index(kind, msg):
+    """The Expr indexing the barrier array an op names, or None (a round, or no index: barrier 0)."""
+    spec = BARRIER_FIELD.get(kind)
+    if spec is None:
+        return None
+    if spec[1]:
+        ref = getattr(msg, spec[0])
+        return ref.index if ref.WhichOneof("slot") == "index" else None
+    return msg.index if kind in NAMED_OPS and msg.HasField("index") else None
+
+
 def writes_global(kind, msg, param):
     return any(ref.param == param and access != R for _, ref, access in globals_(kind, msg))
 
+
+
+# Scopes of cross-thread reductions -> the unit whose threads must all take part.
+_SCOPE_UNIT = {
+    ir_pb2.SCOPE_LANES: "warp",
+    ir_pb2.SCOPE_WARP: "warp",
+    ir_pb2.SCOPE_WARPGROUP: "warpgroup",
+    ir_pb2.SCOPE_ROLE: "role",
+}
+_MMA_UNIT = {ir_pb2.MMA_KIND_WGMMA: "warpgroup", ir_pb2.MMA_KIND_MMA_SYNC: "warp"}
+
+
+def collective(kind, msg):
+    """The unit ("warp", "warpgroup", "role") whose threads all execute the op together, or None.
+
+    .sync.aligned instructions (wgmma, mma.sync, wgmma.wait_group, ldmatrix, stmatrix,
+    tcgen05.ld), cross-thread reductions and warp-aggregated atomics (match.any.sync).
+    """
+    if kind == "mma":
+        return _MMA_UNIT.get(msg.kind)
+    if kind == "mma_wait":
+        return "warpgroup"
+    if kind in ("ldmatrix", "stmatrix", "tmem_load"):
+        return "warp"
+    if kind in ("reduce", "arg_reduce", "top_k", "scan"):
+        return _SCOPE_UNIT.get(msg.scope)
+    if kind == "atomic" and msg.aggregation == ir_pb2.AGGREGATION_WARP:
+        return "warp"
+    return None
+
+
+# Ops whose executing-thread counts the synchronization protocol must know: barrier and
+# block-level synchronization, waits on asynchronous work, and the asynchronous work that
+# completes barrier phases or is retired by waits (TMA loads, MMAs and their commits).
+SYNC_OPS = frozenset(MBARRIER_OPS + NAMED_OPS + ("block_sync", "mma", "mma_wait", "cp_async_wait", "bulk_wait"))
+
+
+def synchronizes(kind, msg):
+    """Whether the op synchronizes threads or asynchronous work (SYNC_OPS, or a collective op)."""
+    return kind in SYNC_OPS or collective(kind, msg) is not None
+
+
+# Where an expression is a value computed with (data), as opposed to a value the protocol
+# depends on (loop bounds, stages, windows, barrier slots and indices, phases, accumulate
+# flags): (message type, field) of the Expr.
+DATA_FIELDS = frozenset((
+    ("Branch", "cond"),
+    ("GlobalRef", "coords"),
+    ("ArgReduce", "index_base"),
+    ("TopK", "index_base"),
+    ("Operand", "scalar"),
+))  # fmt: skip
+
+_BODIES = ("body", "then_body", "else_body")
+
+
+def expressions(msg, depth=0):
+    """(message type, field, Expr) of every expression an op message holds (not those of nested bodies)."""
+    for field, value in msg.ListFields():
+        if field.message_type is None or field.name in _BODIES:
+            continue
+        for item in value if field.is_repeated else (value,):
+            if item.DESCRIPTOR.name == "Expr":
+                yield msg.DESCRIPTOR.name, field.name, item
+            elif depth < 8:  # op messages nest refs a few levels deep (Operand -> TileRef -> Window)
+                yield from expressions(item, depth + 1)
+
+
+def names(msg):
+    """The names the expressions of an op message mention (not those of nested bodies)."""
+    found = set()
+    for _, _, e in expressions(msg):
+        found |= exprs.names(e)
+    return frozenset(found)

@@ -9,28 +9,34 @@ collective (all threads of a warp, warpgroup or role execute it together, as
 It also returns, per role, the expressions that decide control flow and
 synchronization (branch conditions; loop bounds, barrier slots, stages, phases
 and accumulate flags) so threads can be grouped into classes (threads.py).
+
+Register scalars (compiler/ir/scalars.py) are run-time data the model does not
+know. A branch condition that reads one is *data-dependent*: its parts that read
+scalars take the value env[DATA] (the scenario's policy: all true, then all
+false), the rest evaluates as usual. The static rules guarantee such branches
+hold no synchronization (CAKE-SYNC-017) and that scalars appear only where values
+are data (CAKE-STRUCT-018), so the two policies cover the protocol. Reading a
+scalar (in a condition, a coordinate, an operand) counts as reading its register.
 """
 
 import math
 
 from cake.ir.v1 import ir_pb2
 
-from compiler.verify import exprs, oprefs, phases, threads
+from compiler.ir import phases
+from compiler.verify import exprs, oprefs, threads
 from compiler.verify.context import DTYPE_BYTES
 
 SHARED, REGISTER, TENSOR = ir_pb2.MEMORY_SPACE_SHARED, ir_pb2.MEMORY_SPACE_REGISTER, ir_pb2.MEMORY_SPACE_TENSOR
 
-# Scopes of cross-thread reductions -> the unit whose threads must all take part.
-_SCOPE_UNIT = {
-    ir_pb2.SCOPE_LANES: "warp",
-    ir_pb2.SCOPE_WARP: "warp",
-    ir_pb2.SCOPE_WARPGROUP: "warpgroup",
-    ir_pb2.SCOPE_ROLE: "role",
-}
 # Generic-proxy writers of shared memory (async-proxy readers need a proxy fence after them).
 GENERIC_WRITERS = frozenset(
     ("copy", "fill", "elementwise", "stmatrix", "reduce", "arg_reduce", "top_k", "scan", "tri_solve", "cp_async")
 )
+# Thread builtins a named-barrier index may read without splitting thread classes.
+_SPREAD = frozenset(("warp", "warpgroup"))
+# The environment key holding what data-dependent conditions evaluate to (no IR name can clash with it).
+DATA = "$data"
 
 
 class Tile:
@@ -89,8 +95,10 @@ class Node:
 
 
 class _Compiler:
-    def __init__(self, ctx):
+    def __init__(self, ctx, role_index):
         self.ctx = ctx
+        self.role_index = role_index
+        self.scalars = ctx.scalars[role_index]  # register scalar name -> region index
         self.values = []  # sync-relevant expressions of the role being compiled
         self.conds = []
 
@@ -144,7 +152,9 @@ class _Compiler:
         if kind == "branch":
             n = Node("branch", path)
             self.conds.append(msg.cond)
-            n.cond = exprs.compile_expr(msg.cond)
+            data = self.ctx.data_names(msg.cond, self.role_index)
+            n.cond = _data_cond(msg.cond, set(data)) if data else exprs.compile_expr(msg.cond)
+            n.scalar_reads = [(name, (self.scalars[name], 0)) for name in data]
             n.then = self.body(msg.then_body, path + ".then_body")
             n.els = self.body(msg.else_body, path + ".else_body")
             return n
@@ -163,6 +173,10 @@ class _Compiler:
                 n.reads.append(t)
             if access in (oprefs.W, oprefs.RW):
                 n.writes.append(t)
+        for name in sorted(oprefs.names(msg) & self.scalars.keys()):
+            index = self.scalars[name]
+            n.reads.append(Tile(index, self.ctx.kernel.regions[index], None, False, "expression", None))
+        n.collective = oprefs.collective(kind, msg)
         n.generic = kind in GENERIC_WRITERS
         # Ops on unstaged registers only touch their own class's state (the model's fast path).
         tiles = n.reads + n.writes
@@ -215,6 +229,13 @@ class _Compiler:
         if hit is None:
             return False
         n.array = hit[0]
+        n.index, n.spread = None, False
+        if msg.HasField("index"):
+            # An index over warps or warpgroups need not split thread classes: the model spreads a class's
+            # threads over the barriers their warps reach (sim_sync.named_targets).
+            used = exprs.names(msg.index) & threads.THREAD
+            n.spread = bool(used) and used <= _SPREAD
+            n.index = self.expr(msg.index, relevant=not n.spread)
 
     _named_barrier_arrive = _named_barrier_sync
 
@@ -223,11 +244,9 @@ class _Compiler:
             return False
         n.mkind = msg.kind
         n.accumulate = self.expr(msg.accumulate) if msg.HasField("accumulate") else (lambda env: 0)
-        n.collective = {ir_pb2.MMA_KIND_WGMMA: "warpgroup", ir_pb2.MMA_KIND_MMA_SYNC: "warp"}.get(msg.kind)
 
     def _mma_wait(self, n, msg):
         n.pending = msg.pending
-        n.collective = "warpgroup"
 
     def _bulk_wait(self, n, msg):
         n.pending = msg.pending
@@ -238,22 +257,19 @@ class _Compiler:
     def _fence(self, n, msg):
         n.fkind = msg.kind
 
-    def _ldmatrix(self, n, msg):
-        n.collective = "warp"
 
-    _stmatrix = _ldmatrix
-    _tmem_load = _ldmatrix
-
-    def _reduce(self, n, msg):
-        n.collective = _SCOPE_UNIT.get(msg.scope)
-
-    _arg_reduce = _reduce
-    _top_k = _reduce
-    _scan = _reduce
-
-    def _atomic(self, n, msg):
-        if msg.aggregation == ir_pb2.AGGREGATION_WARP:
-            n.collective = "warp"
+def _data_cond(expr, data, depth=0):
+    """A closure for a condition reading the register scalars `data`: and/or combine their operands (both
+    evaluated, as compile_expr does); any other part that reads a scalar is env[DATA]; the rest evaluates."""
+    b = expr.binary if expr.WhichOneof("kind") == "binary" else None
+    if b is not None and b.op in (exprs.OP.BINARY_OP_AND, exprs.OP.BINARY_OP_OR) and depth <= exprs.MAX_DEPTH:
+        lhs, rhs = _data_cond(b.lhs, data, depth + 1), _data_cond(b.rhs, data, depth + 1)
+        if b.op == exprs.OP.BINARY_OP_AND:
+            return lambda env: int(bool(lhs(env)) & bool(rhs(env)))
+        return lambda env: int(bool(lhs(env)) | bool(rhs(env)))
+    if exprs.names(expr) & data:
+        return lambda env: env[DATA]
+    return exprs.compile_expr(expr)
 
 
 def _box_elements(ref, region):
@@ -266,7 +282,7 @@ def compile_roles(ctx):
     """[(nodes, conds, values)] per role: the compiled body and the expressions that split its threads."""
     out = []
     for i, role in enumerate(ctx.kernel.roles):
-        c = _Compiler(ctx)
+        c = _Compiler(ctx, i)
         nodes = c.body(role.body, "kernel.roles[%d].body" % i)
         out.append((nodes, c.conds, c.values))
     return out

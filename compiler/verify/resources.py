@@ -6,52 +6,25 @@ from cake.ir.v1 import ir_pb2
 from compiler.verify.context import DTYPE_BYTES, elements
 from compiler.verify.registry import Finding, rule
 
-TILE_ALIGN = 1024  # shared regions start 1024-byte aligned (the 128B swizzle atom), as lowering lays them out
-
-
-def _align(x, a):
-    return (x + a - 1) // a * a
-
-
-def shared_layout(kernel):
-    """(total bytes, [(region index, bytes)]) of shared memory as lowering lays it out (compiler/lower/layout.py)."""
-    offset, parts = 0, []
-    for i, r in enumerate(kernel.regions):
-        if r.space != ir_pb2.MEMORY_SPACE_SHARED:
-            continue
-        stage = _align(max(0, elements(r.shape)) * DTYPE_BYTES.get(r.dtype, 0), TILE_ALIGN if r.swizzle else 16)
-        offset = _align(offset, TILE_ALIGN)
-        size = stage * max(1, r.stages)
-        parts.append((i, size))
-        offset += size
-    for r in kernel.regions:
-        if r.space == ir_pb2.MEMORY_SPACE_TENSOR:  # the slot tcgen05.alloc writes the TMEM address to
-            offset = _align(offset, 16) + 16
-    offset = _align(offset, 8)
-    for b in kernel.barriers:
-        if b.kind == ir_pb2.BARRIER_KIND_MBARRIER:
-            offset += 8 * max(1, b.count)
-    return _align(offset, 16), parts
-
 
 @rule(
     "CAKE-RES-001", "resources", "error",
-    doc="Shared memory (regions with their stages, 1024-byte aligned, plus mbarriers) fits the target's per-block maximum.",
+    doc="Shared memory as lowering lays it out (regions with their stages, 1024-byte aligned, TMEM address slots, scratch, mbarriers) fits the target's per-block maximum.",
     fix_hint="Use fewer stages or smaller tiles, or share one region between phases of the kernel.",
 )
 def shared_memory(ctx):
     if ctx.limits is None:
         return
-    total, parts = shared_layout(ctx.kernel)
+    lay = ctx.smem_layout
     cap = ctx.limits.shared_per_block_bytes
-    if total > cap and parts:
-        index, size = max(parts, key=lambda p: p[1])
-        notes = tuple(("`%s` takes %d bytes" % (ctx.kernel.regions[i].name, b), "kernel.regions[%d]" % i)
-                      for i, b in parts if i != index)
+    if lay.total > cap and lay.regions:
+        big = max(lay.regions, key=lambda slot: slot.bytes)
+        notes = tuple(("`%s` takes %d bytes" % (slot.name, slot.bytes), "kernel.regions[%d]" % slot.index)
+                      for slot in lay.regions if slot is not big)
         yield Finding(
-            "kernel.regions[%d]" % index,
+            "kernel.regions[%d]" % big.index,
             "shared memory totals %d bytes, over %s's %d-byte limit per block; `%s` alone takes %d"
-            % (total, ctx.target_name, cap, ctx.kernel.regions[index].name, size),
+            % (lay.total, ctx.target_name, cap, big.name, big.bytes),
             notes,
         )
 
@@ -95,20 +68,28 @@ def tensor_memory(ctx):
 
 @rule(
     "CAKE-RES-007", "resources", "error",
-    doc="Named barriers fit the hardware's ids (barrier 0 is block_sync's).",
+    doc="Named barriers fit the hardware's ids (barrier 0 is block_sync's): count ids per array, plus one per role that "
+    "solves into registers (its scratch hand-off).",
     fix_hint="Use fewer named barriers, or mbarriers.",
 )
 def named_barriers(ctx):
     if ctx.limits is None:
         return
+    last = ctx.limits.named_barriers_max - 1
     used = 0
     for i, b in enumerate(ctx.kernel.barriers):
         if b.kind == ir_pb2.BARRIER_KIND_NAMED:
             used += max(1, b.count)
-            if used > ctx.limits.named_barriers_max - 1:
+            if used > last:
                 yield Finding("kernel.barriers[%d]" % i, "named barrier `%s` needs id %d; %s has ids 1..%d"
-                              % (b.name, used, ctx.target_name, ctx.limits.named_barriers_max - 1))
+                              % (b.name, used, ctx.target_name, last))
                 return
+    for role_name, _, _ in ctx.smem_layout.scratch:
+        used += 1
+        if used > last:
+            yield Finding(ctx.role_path(ctx.roles[role_name][0]), "role `%s` solves into registers, which needs a named "
+                          "barrier for its scratch hand-off: id %d; %s has ids 1..%d" % (role_name, used, ctx.target_name, last))
+            return
 
 
 @rule(
@@ -135,7 +116,7 @@ def occupancy(ctx):
     lm, blocks = ctx.limits, ctx.kernel.launch.min_blocks_per_sm
     if lm is None or blocks <= 1:
         return
-    smem = shared_layout(ctx.kernel)[0] + lm.shared_reserved_per_block_bytes
+    smem = ctx.smem_layout.total + lm.shared_reserved_per_block_bytes
     problems = []
     if smem * blocks > lm.shared_per_sm_bytes:
         problems.append("%d x %d bytes of shared memory exceed the SM's %d" % (blocks, smem, lm.shared_per_sm_bytes))

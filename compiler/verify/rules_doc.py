@@ -74,7 +74,21 @@ elements times the element size). A wait of parity p passes once the current
 phase's parity differs from p. Contributions and waits by round know which
 completion they mean (`phases.py`), so an arrival landing on the wrong phase is
 an arrival-count error, not a later mystery. Named barriers and block_sync
-release when all their threads arrived.
+release when all their threads arrived. Each barrier of a named-barrier array is
+its own hardware barrier: an op's `index` (unset: 0) picks one per class, and an
+index reading only `warp` and `warpgroup` of the builtins (`wg_done[warpgroup]`)
+is evaluated per warp of the class, so a class spanning several warpgroups
+reaches each of their barriers with its threads there.
+
+**Run-time data.** A one-element register region of a role (PER_THREAD [1],
+ROW_PER_THREAD [threads] or [threads, 1]) may be read by name in that role's
+expressions: its run-time value, which no static analysis knows. Such register
+scalars may appear only as data (branch conditions, global coordinates, scalar
+operands, index bases; CAKE-STRUCT-018), and no synchronization may sit under a
+branch whose condition reads one (CAKE-SYNC-017). The model then runs every input
+twice: once with every data-dependent condition taken, once with none taken
+(the parts of a condition that do not read registers evaluate as usual). Global
+accesses at data-dependent coordinates are bounds-checked by lowering.
 
 **Memory.** Vector clocks give happens-before (`memory.py`). Each class and each
 of its asynchronous units (TMA loads, MMAs, TMA stores) is an agent; releases
@@ -98,14 +112,24 @@ the first blocked wait (SYNC-004).
 
 ## Wait parities
 
-`compiler/verify/phases.py` is the one derivation of ring slots and parities,
-imported by lowering: a reference by round r names slot r % count; a wait by
+`compiler/ir/phases.py` is the one derivation of ring slots and parities, used by
+the model and by lowering (which prints `ring_terms`' depth and lag into its
+waits): a reference by round r names slot r % count; a wait by
 round on a pipeline's `empty` barrier waits for completion r / count - 1,
 parity (r / count + 1) % 2 (a fresh slot counts as released); any other wait by
 round waits for completion r / count, parity (r / count) % 2. Arrivals,
 expect_tx and TMA bytes of round r belong to completion r / count.
 `wait_parity(kernel, round, barrier)` gives the value, `wait_parity_expr` the
 IR expression.
+
+## Shared memory
+
+`compiler/ir/smem_layout.py` is the one shared-memory layout: lowering places
+regions, TMEM address slots, scratch tiles and mbarriers by it, CAKE-RES-001 and
+CAKE-RES-009 measure it, and the cost analysis counts it. Shared regions start
+1024-byte aligned; a swizzled stage is padded to 1024 bytes, another to 16; then
+a 16-byte TMEM address slot per tensor-memory region, an f32 scratch tile per
+role that solves into registers, and 8 bytes per mbarrier.
 
 ## Rules
 """

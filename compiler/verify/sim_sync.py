@@ -7,8 +7,11 @@ waits by round check that they meet the phase their round means (phases.py).
 
 from cake.ir.v1 import ir_pb2
 
-from compiler.verify import phases
+from compiler.ir import phases
 from compiler.verify.memory import Violation, join
+
+# Model.wake(EVERYONE): a change every blocked class must re-examine (an mbarrier re-initialised).
+EVERYONE = "everyone"
 
 
 class MbarrierSlot:
@@ -170,7 +173,7 @@ class SyncOps:
         s.ph += 1
         s.last = join(s.last, s.acc)
         s.reset(array.arrivals, self.agents)
-        self.changed = True
+        self.wake((array, index))
 
     def incomplete(self, array, index, s):
         """Raise when the slot's current phase received contributions but cannot complete with them."""
@@ -215,7 +218,7 @@ class SyncOps:
         t = r.tick()
         array.init = (r.base, t, r.index, node.path)
         array.slots = {}
-        self.changed = True
+        self.wake(EVERYONE)
         return True
 
     def op_mbarrier_arrive(self, r, node):
@@ -243,6 +246,7 @@ class SyncOps:
         else:
             raise Violation("undefined", node.path, "a wait on a barrier named by index needs a phase")
         if s.ph % 2 == parity:
+            r.waiting = (array, index)
             return False
         if expect is not None and s.ph - 1 != expect:
             raise Violation(
@@ -255,12 +259,49 @@ class SyncOps:
         r.tick()
         return True
 
-    def named_state(self, node):
-        b = self.named.get(node.array)
-        if b is None:
-            decl = self.kernel.barriers[node.array]
-            b = self.named[node.array] = NamedBarrier(decl.arrivals, self.agents)
-        return b
+    def named_targets(self, r, node):
+        """[(key, state, name, threads)]: the named barriers an op's class reaches and with how many threads.
+
+        Each barrier of an array is its own hardware barrier; the op's index (unset: 0) picks one. An index
+        that reads only `warp` and `warpgroup` of the thread builtins (`wg_done[warpgroup]`) is evaluated
+        per warp of the class, so one class spanning several warpgroups reaches each of their barriers."""
+        decl = self.kernel.barriers[node.array]
+        if decl.kind != ir_pb2.BARRIER_KIND_NAMED:
+            raise Violation("kind_mismatch", node.path, "`%s` is not a named barrier" % decl.name)
+        if node.index is None:
+            shares = {0: r.cls.weight}
+        elif not node.spread:
+            shares = {node.index(r.env): r.cls.weight}
+        else:
+            shares, env = {}, r.env
+            saved = env["warp"], env["warpgroup"]
+            try:
+                for warp, threads in r.cls.warp_weights.items():
+                    env["warp"], env["warpgroup"] = warp, warp >> 2
+                    index = node.index(env)
+                    shares[index] = shares.get(index, 0) + threads
+            finally:
+                env["warp"], env["warpgroup"] = saved
+        count = max(1, decl.count)
+        out = []
+        for index, threads in shares.items():
+            if not 0 <= index < count:
+                raise Violation(
+                    "barrier_index", node.path,
+                    "named barrier index %d is outside `%s`'s %d barriers" % (index, decl.name, count),
+                    (("`%s` is declared here" % decl.name, "kernel.barriers[%d]" % node.array),),
+                )
+            key = (node.array, index)
+            b = self.named.get(key)
+            if b is None:
+                b = self.named[key] = NamedBarrier(decl.arrivals, self.agents)
+            out.append((key, b, self.named_name(key), threads))
+        return out
+
+    def named_name(self, key):
+        """How messages name the named barrier (array, index): `wg_done[2]`, or `wg` for an array of one."""
+        decl = self.kernel.barriers[key[0]]
+        return decl.name if max(1, decl.count) == 1 else "%s[%d]" % (decl.name, key[1])
 
     def arrive_named(self, b, r, node, weight, name):
         if b.arrived + weight > b.threads:
@@ -274,34 +315,31 @@ class SyncOps:
         b.who.append(node.path)
         gen = b.gen
         if b.arrived == b.threads:
-            self.changed = True
+            self.wake(b)
             b.released[gen] = b.acc
             b.gen += 1
             b.arrived, b.acc, b.who = 0, [0] * self.agents, []
         return gen
 
     def op_named_barrier_sync(self, r, node):
-        decl = self.kernel.barriers[node.array]
-        if decl.kind != ir_pb2.BARRIER_KIND_NAMED:
-            raise Violation("kind_mismatch", node.path, "`%s` is not a named barrier" % decl.name)
-        b = self.named_state(node)
-        if node.array not in r.named:
+        if not r.named:  # first attempt: arrive; later attempts only check the generations
             r.tick()
-            r.named[node.array] = self.arrive_named(b, r, node, r.cls.weight, decl.name)
-        gen = r.named[node.array]
-        if b.gen <= gen:
-            return False
-        del r.named[node.array]
-        r.vc = join(r.vc, b.released[gen])
+            for key, b, name, threads in self.named_targets(r, node):
+                r.named[key] = (b, self.arrive_named(b, r, node, threads, name))
+        for b, gen in r.named.values():
+            if b.gen <= gen:
+                r.waiting = b
+                return False
+        for b, gen in r.named.values():
+            r.vc = join(r.vc, b.released[gen])
+        r.named = {}
         self.peer_syncs[r.index] = r.tick()
         return True
 
     def op_named_barrier_arrive(self, r, node):
-        decl = self.kernel.barriers[node.array]
-        if decl.kind != ir_pb2.BARRIER_KIND_NAMED:
-            raise Violation("kind_mismatch", node.path, "`%s` is not a named barrier" % decl.name)
         r.tick()
-        self.arrive_named(self.named_state(node), r, node, r.cls.weight, decl.name)
+        for _, b, name, threads in self.named_targets(r, node):
+            self.arrive_named(b, r, node, threads, name)
         return True
 
     def op_block_sync(self, r, node):
@@ -310,6 +348,7 @@ class SyncOps:
             r.tick()
             r.sync_reg = self.arrive_named(b, r, node, 1, "block_sync")
         if b.gen <= r.sync_reg:
+            r.waiting = b
             return False
         r.vc = join(r.vc, b.released[r.sync_reg])
         r.sync_reg = None

@@ -11,7 +11,8 @@ covers every reachable ring state), the model runs each role's thread classes
   when arrivals reach the declared count and the bytes balance. A wait of
   parity p passes once the barrier's current phase parity differs from p
   (try_wait.parity semantics). Waits by round derive parity via phases.py.
-- named barriers and block_sync release when all their threads have arrived;
+- named barriers (each index of an array its own) and block_sync release when all
+  their threads have arrived;
   collective ops (.sync.aligned MMAs, ldmatrix, cross-thread reductions)
   rendezvous the classes sharing a warp or warpgroup.
 - memory.py tracks happens-before: releases (arrive, commit, barrier
@@ -25,12 +26,14 @@ increasing trip count, so the defect is shown on the smallest input that has
 it. `run(ctx)` returns a ModelResult.
 """
 
+import heapq
+
 from cake.ir.v1 import ir_pb2
 
 from compiler.verify import exprs, program, threads
 from compiler.verify.memory import MMA_AGENT, STORE_AGENT, THREAD_AGENT, TMA_AGENT, Memory, Violation, join
 from compiler.verify.sim_data import MMA_SYNC, DataOps
-from compiler.verify.sim_sync import SyncOps, MbarrierArray, NamedBarrier
+from compiler.verify.sim_sync import EVERYONE, SyncOps, MbarrierArray, NamedBarrier
 
 # Ops and loop trips executed, over all scenarios of a kernel, before the model gives up (a note says so).
 # The corpus needs at most a few thousand; the bound keeps every verification fast.
@@ -82,7 +85,8 @@ class _Runner:
         self.gen = self._body(nodes)
         self.pending = None
         self.done = False
-        self.stuck = False  # blocked, and nothing changed since it last tried
+        self.stuck = False  # blocked, and what it waits for has not changed since it last tried
+        self.waiting = None  # what it is blocked on: a barrier slot, named barrier or rendezvous (Model.wake)
         self.count = 0  # ops executed: the scheduler advances the least advanced class first
         self.mma_groups = []  # [(clock snapshot, register keys written)]
         self.store_groups = []  # [clock snapshot]
@@ -90,7 +94,7 @@ class _Runner:
         self.init_fences = []
         self.regs_written = set()
         self.regs_pending = {}  # register key -> path of the MMA still writing it
-        self.named = {}  # barrier -> generation this class arrived in
+        self.named = {}  # (barrier array, index) -> (state, generation) of the named sync it is in
         self.rv = None  # rendezvous key this class is registered at
         self.syncs = 0  # block_syncs completed
         self.sync_reg = None
@@ -126,6 +130,10 @@ class _Runner:
                     yield from self._body(n.body)
                 iters.pop()
             elif k == "branch":
+                for name, key in n.scalar_reads:
+                    if key not in self.regs_written:
+                        raise Violation("uninit_read", n.path,
+                                        "the condition reads register `%s` before anything has written it" % name)
                 try:
                     taken = n.cond(env)
                 except exprs.ExprError as e:
@@ -171,7 +179,7 @@ class Model(DataOps, SyncOps):
         for i, b in enumerate(self.kernel.barriers):
             if b.kind == ir_pb2.BARRIER_KIND_MBARRIER:
                 self.arrays[i] = MbarrierArray(b, "kernel.barriers[%d]" % i)
-        self.named = {}
+        self.named = {}  # (barrier array, index) -> NamedBarrier
         self.block = NamedBarrier(len(classes), self.agents)
         self.rendezvous = {}
         self.proxy_fences = [[] for _ in classes]
@@ -184,29 +192,33 @@ class Model(DataOps, SyncOps):
         self.writers = prepared.writers
         self.groups = prepared.groups
         self.changed = False
+        self.woken = set()  # what changed since the scheduler last looked (Model.wake)
         self.handlers = {name[3:]: getattr(self, name) for name in dir(self) if name.startswith("op_")}
 
     # -- scheduling ------------------------------------------------------------
+
+    def wake(self, what):
+        """Record that `what` (a blocking op's `r.waiting`, or EVERYONE) changed: the classes blocked on it retry.
+
+        A blocked op's outcome depends only on what it waits for, so the others stay blocked without
+        retrying: the steps that succeed, and their order, are those of retrying everyone."""
+        self.woken.add(what)
+        self.changed = True
 
     def run(self):
         """Step the least advanced class that can move (ties: declaration order) until all finish or none can."""
         runners = self.runners
         steps = self.steps
+        movable = [(r.count, r.index, r) for r in runners]  # a heap of the classes that can move
+        heapq.heapify(movable)
         while True:
-            best = holder = None  # the least advanced movable class, and the next one
-            for r in runners:
-                if r.done or r.stuck:
-                    continue
-                if best is None or r.count < best.count:
-                    best, holder = r, best
-                elif holder is None or r.count < holder.count:
-                    holder = r
-            if best is None:
+            if not movable:
                 if all(r.done for r in runners):
                     self.finish()
                     return
                 self.diagnose()
-            r = best
+            r = heapq.heappop(movable)[2]
+            holder = movable[0] if movable else None  # the next least advanced: (count, index, runner)
             # Run `r` until another class is less advanced (or ties and comes first), it blocks, or state changes.
             while True:
                 node = r.pending or next(r.gen, None)
@@ -227,12 +239,18 @@ class Model(DataOps, SyncOps):
                 else:
                     r.pending = node
                     r.stuck = True
-                if self.changed:  # barrier state moved: blocked classes may pass now
-                    for x in runners:
+                if self.changed or not ok or (holder is not None and (r.count, r.index) > holder[:2]):
+                    break
+            if not r.done and not r.stuck:
+                heapq.heappush(movable, (r.count, r.index, r))
+            if self.changed:  # barrier state moved: the classes blocked on it may pass now
+                woken = self.woken
+                everyone = EVERYONE in woken
+                for x in runners:
+                    if x.stuck and (everyone or x.waiting in woken):
                         x.stuck = False
-                    break
-                if not ok or (holder is not None and _progress(r) > _progress(holder)):
-                    break
+                        heapq.heappush(movable, (x.count, x.index, x))
+                woken.clear()
 
     def execute(self, r, node):
         if not node.collective or len(self.groups[node.collective][r.index]) == 1:  # nobody to meet
@@ -264,8 +282,9 @@ class Model(DataOps, SyncOps):
             r.rv = key
             if rv.arrived >= rv.expected:
                 rv.done = True
-                self.changed = True
+                self.wake(rv)
         if not rv.done:
+            r.waiting = rv
             return False
         r.vc = join(r.vc, rv.acc)
         r.rv = None
@@ -290,12 +309,12 @@ class Model(DataOps, SyncOps):
                     )
                 if s.pending == 0 and s.tx:
                     self.incomplete(array, index, s)
-        for i, b in sorted(self.named.items()):
+        for key, b in sorted(self.named.items()):
             if b.arrived:
                 raise Violation(
                     "arrival_count", b.who[-1],
                     "named barrier `%s` is left with %d of its %d threads arrived"
-                    % (self.kernel.barriers[i].name, b.arrived, b.threads),
+                    % (self.named_name(key), b.arrived, b.threads),
                 )
 
     def diagnose(self):
@@ -338,10 +357,13 @@ class Model(DataOps, SyncOps):
         if name:
             notes.append(("`%s` is declared here" % name, self.ctx.barrier_path(name)))
         what = "the barrier it waits on"
+        r = blocked[0]
         if first.kind == "mbarrier_wait":
-            r = blocked[0]
             array, index = self.mbarrier(r, first.bar, first, r.vc)
             what = "phase %d of `%s`[%d] to complete" % (array.slots[index].ph, first.bar.name, index)
+        elif first.kind == "named_barrier_sync":
+            key, (b, _) = next((k, v) for k, v in r.named.items() if v[0].gen <= v[1])
+            what = "named barrier `%s` (%d of its %d threads arrived)" % (self.named_name(key), b.arrived, b.threads)
         raise Violation(
             "deadlock", first.path,
             "waits forever for %s: every thread of the block is blocked or finished, so nothing will" % what,
@@ -365,10 +387,6 @@ def _units(nodes):
         elif n.kind == "mma" and n.mkind != MMA_SYNC:
             found.add(MMA_AGENT)
     return found
-
-
-def _progress(r):
-    return r.count, r.index
 
 
 def _noop(r, node):
@@ -448,13 +466,18 @@ def run(ctx):
     if not scenarios:
         return ModelResult(skipped="no valid input satisfies the contract")
     prepared = Prepared(ctx, roles, classes)
+    # Data-dependent conditions (program.py) hold everywhere, then nowhere: each input runs under both.
+    data = any(ctx.data_names(s.msg.cond, s.role_index) for s in ctx.sites("branch"))
+    policies = (1, 0) if data else (None,)
     done, steps = [], [0]
     for t, env in scenarios:
-        done.append((t, env))
-        try:
-            Model(ctx, prepared, env, steps).run()
-        except Violation as v:
-            return ModelResult(violation=v, scenarios=done)
-        except Skipped as s:
-            return ModelResult(scenarios=done, skipped=str(s))
+        for policy in policies:
+            run_env = env if policy is None else dict(env, **{program.DATA: policy})
+            done.append((t, run_env))
+            try:
+                Model(ctx, prepared, run_env, steps).run()
+            except Violation as v:
+                return ModelResult(violation=v, scenarios=done)
+            except Skipped as s:
+                return ModelResult(scenarios=done, skipped=str(s))
     return ModelResult(scenarios=done)

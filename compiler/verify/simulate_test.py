@@ -5,9 +5,9 @@ import pytest
 from cake.ir.v1 import ir_pb2
 
 from compiler.ir.expr import E, as_expr
-from compiler.verify import simulate, verify
+from compiler.verify import program, simulate, threads, verify
 from compiler.verify.context import Context
-from compiler.verify.testkernels import lapping, ring
+from compiler.verify.testkernels import lapping, ring, warpgroup_sync
 
 
 @pytest.mark.parametrize("stages", [1, 2, 3, 4])
@@ -63,3 +63,35 @@ def test_huge_loops_stop_at_the_step_budget():
     busy.loop.body.add(fill=ir_pb2.Fill(dst=ir_pb2.TileRef(region="v")))
     res = simulate.run(Context(k))
     assert res.skipped and "stopped after" in res.skipped
+
+
+@pytest.mark.parametrize("warpgroups", [1, 2, 4])
+def test_each_warpgroup_syncs_on_its_own_named_barrier(warpgroups):
+    k = warpgroup_sync(warpgroups)
+    assert verify(k) == []
+    ctx = Context(k)
+    ((nodes, conds, values),) = program.compile_roles(ctx)
+    # The index reads only `warpgroup`: one class spans the warpgroups and reaches each of their barriers.
+    (cls,) = threads.role_classes(0, ctx.spans[0].threads, conds, values)
+    assert cls.weight == 128 * warpgroups
+
+
+def test_named_barrier_array_indices():
+    k = warpgroup_sync(2, index=(E.sym("warpgroup") + E.sym("i")) % 2)  # changes with the loop variable
+    assert verify(k) == []
+    one = [(d.id, d.path) for d in verify(warpgroup_sync(2, count=1, index=None))]
+    assert one == [("CAKE-SYNC-005", "kernel.roles[0].body[0].loop.body[1].named_barrier_sync")]
+    short = verify(warpgroup_sync(3, count=2))
+    assert [d.id for d in short] == ["CAKE-SYNC-014"] and "index 2 is outside `done`'s 2" in short[0].message
+    past = verify(warpgroup_sync(2, index=2))
+    assert [(d.id, d.message) for d in past] == [("CAKE-SYNC-015", "index 2 is outside `done`'s 2 barriers")]
+
+
+def test_named_barrier_index_by_lane_splits_classes():
+    k = warpgroup_sync(1, count=2, threads=64, index=E.sym("lane") % 2)
+    assert verify(k) == []
+
+
+def test_a_named_barrier_short_of_threads_deadlocks_naming_it():
+    (d,) = verify(warpgroup_sync(2, threads=256))
+    assert d.id == "CAKE-SYNC-004" and "`done[0]` (128 of its 256 threads arrived)" in d.message

@@ -221,7 +221,7 @@ def positive_sizes(ctx):
 
 @rule(
     "CAKE-STRUCT-012", "structure", "error",
-    doc="A loop variable does not shadow an enclosing loop's variable, a symbol, a param or a builtin.",
+    doc="A loop variable does not shadow an enclosing loop's variable, a symbol, a param, a builtin or a register scalar of its role.",
     fix_hint="Rename the loop variable.",
 )
 def shadowing(ctx):
@@ -235,6 +235,30 @@ def shadowing(ctx):
                 yield Finding(site.path, "loop variable `%s` shadows an enclosing loop's" % name)
             elif name in taken:
                 yield Finding(site.path, "loop variable `%s` shadows a symbol, param or builtin" % name)
+            elif name in ctx.scalars[site.role_index]:
+                yield Finding(site.path, "loop variable `%s` shadows the role's register `%s`" % (name, name))
+
+
+@rule(
+    "CAKE-STRUCT-018", "structure", "error",
+    doc="Register scalars (run-time data) appear only where an expression is a value computed with: branch conditions, "
+    "global coordinates, scalar operands and index bases; not in loop bounds, stages, windows, barrier slots or indices, "
+    "wait phases or accumulate flags, which the synchronization protocol depends on.",
+    fix_hint="Loop to a static bound and guard the body with a branch on the register's value; derive stages, slots "
+    "and phases from loop variables and symbols.",
+)
+def scalars_as_data(ctx):
+    for site in ctx.ops:
+        if site.msg is None or not ctx.scalars[site.role_index]:
+            continue
+        for parent, field, e in oprefs.expressions(site.msg):
+            names = ctx.data_names(e, site.role_index)
+            if names and (parent, field) not in oprefs.DATA_FIELDS:
+                yield Finding(
+                    site.path, "%s.%s reads register `%s`, a run-time value: the protocol it decides cannot be checked"
+                    % (parent, field, names[0]),
+                    (("`%s` is declared here" % names[0], ctx.region_path(names[0])),),
+                )
 
 
 @rule(

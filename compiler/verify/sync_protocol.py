@@ -63,25 +63,52 @@ def named_counts(ctx):
 
 @rule(
     "CAKE-SYNC-015", "synchronization", "error",
-    doc="A reference to an array of several barriers says which one (index or round); constant indices are in range.",
-    fix_hint="Address the barrier with `name[index]` or `name@round(r)`.",
+    doc="A reference to an array of several mbarriers says which one (index or round); constant indices of mbarrier "
+    "and named-barrier arrays are in range.",
+    fix_hint="Address the barrier with `name[index]` or `name@round(r)`; index a named-barrier array within its count.",
 )
 def slots_named(ctx):
     for site in ctx.ops:
         spec = oprefs.BARRIER_FIELD.get(site.kind)
-        if spec is None or not spec[1]:
+        if spec is None or site.msg is None:
             continue
-        ref = getattr(site.msg, spec[0])
-        b = ctx.barrier(ref.barrier)
+        name = oprefs.barrier_name(site.kind, site.msg)
+        b = ctx.barrier(name)
         if b is None:
             continue
-        slot = ref.WhichOneof("slot")
-        if slot is None and b.count > 1:
-            yield Finding(site.path, "`%s` has %d barriers; say which one" % (ref.barrier, b.count))
-        elif slot == "index":
-            i = exprs.constant(ref.index)
-            if i is not None and not 0 <= i < max(1, b.count):
-                yield Finding(site.path, "index %d is outside `%s`'s %d barriers" % (i, ref.barrier, max(1, b.count)))
+        if spec[1] and getattr(site.msg, spec[0]).WhichOneof("slot") is None and b.count > 1:
+            yield Finding(site.path, "`%s` has %d barriers; say which one" % (name, b.count))
+            continue
+        index = oprefs.barrier_index(site.kind, site.msg)
+        i = exprs.constant(index) if index is not None else None
+        if i is not None and not 0 <= i < max(1, b.count):
+            yield Finding(site.path, "index %d is outside `%s`'s %d barriers" % (i, name, max(1, b.count)))
+
+
+@rule(
+    "CAKE-SYNC-017", "synchronization", "error",
+    doc="No synchronization under a data-dependent condition: barrier ops (arrive, expect_tx, wait, init, TMA loads "
+    "and MMA commits), named barriers, block_sync, MMAs, mma/cp.async/bulk waits and other collective ops are not "
+    "inside a branch whose condition reads a register scalar (how many threads reach them cannot be proven).",
+    fix_hint="Hoist the synchronization out of the branch (run it unconditionally, or under a condition on loop "
+    "variables, symbols and thread ids), and keep only data work (copies, atomics, math) under the data-dependent branch.",
+)
+def sync_under_data(ctx):
+    for site in ctx.ops:
+        if site.msg is None or not site.conds or not ctx.scalars[site.role_index]:
+            continue
+        if not oprefs.synchronizes(site.kind, site.msg):
+            continue
+        for (cond, _), branch in zip(site.conds, site.branches):
+            names = ctx.data_names(cond, site.role_index)
+            if names:
+                which = "register `%s`" % names[0] if len(names) == 1 else "registers %s" % ", ".join("`%s`" % n for n in names)
+                yield Finding(
+                    site.path, "%s runs under a condition on %s (run-time data): how many threads reach it cannot be "
+                    "proven" % (site.kind, which),
+                    (("the data-dependent branch", branch),),
+                )
+                break
 
 
 _model_rule(

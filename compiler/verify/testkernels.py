@@ -1,7 +1,8 @@
 """Small kernels for the verifier's tests: a TMA stage ring with knobs that break one thing at a time,
-and a barrier whose waiter is lapped."""
+a barrier whose waiter is lapped, per-warpgroup named barriers, and a branch on register data."""
 
 from compiler.ir.builder import KernelBuilder
+from compiler.ir.expr import E
 
 
 def ring(stages=2, release=True, wait_empty=True, empty_arrivals=32, expect_bytes=256, target="sm_90a"):
@@ -60,4 +61,46 @@ def lapping():
         with r.loop("b", 0, 40):
             r.fill(v.all, 0.0)
         r.wait(bar.round(0))
+    return k.build()
+
+
+def warpgroup_sync(warpgroups=2, count=None, index="warpgroup", threads=128):
+    """One role of `warpgroups` warpgroups; each syncs twice on `done[index]`, an array of `count` named barriers
+    of `threads` threads (count: one per warpgroup unless given; index None: the unindexed barrier 0)."""
+    k = KernelBuilder("wg_sync", target="sm_90a")
+    k.contract(math="-", reference="kernels.test.none", metric="exact", tolerance=0.0)
+    v = k.registers("v", "f32", [1], layout="per_thread", owner="work")
+    done = k.named_barrier("done", threads=threads, count=warpgroups if count is None else count)
+    with k.role("work", "compute", warpgroups=warpgroups) as r:
+        with r.loop("i", 0, 2):
+            r.fill(v.all, 0.0)
+            r.named_sync(done, index=None if index is None else E.sym(index) if isinstance(index, str) else index)
+    return k.build()
+
+
+def data_branch(init_last=True, init_changed=True, sync_in_branch=False):
+    """A warp reads labels and where one differs from the last (run-time data) sets `changed`, then stores it at
+    the last label: register scalars in a condition and in global coordinates."""
+    k = KernelBuilder("data", target="sm_90a")
+    n = k.symbol("N", min=32, max=1 << 16, doc="labels")
+    k.contract(math="-", reference="kernels.test.none", metric="exact", tolerance=0.0)
+    labels = k.tensor("labels", "i32", [n])
+    out = k.tensor("out", "f32", [n], access="write")
+    k.grid(1)
+    lab = k.registers("lab", "i32", [1], layout="per_thread", owner="main")
+    last = k.registers("last", "i32", [1], layout="per_thread", owner="main")
+    changed = k.registers("changed", "f32", [1], layout="per_thread", owner="main")
+    with k.role("main", "compute", warps=1) as r:
+        if init_last:
+            r.fill(last.all, -1)
+        if init_changed:
+            r.fill(changed.all, 0.0)
+        with r.loop("j", 0, 4) as j:
+            r.copy(labels[j * 32 + r.lane], lab.all)
+            with r.if_(E.sym("lab") != E.sym("last")):
+                r.fill(changed.all, 1.0)
+                if sync_in_branch:
+                    r.block_sync()
+            r.copy(lab.all, last.all)
+        r.copy(changed.all, out["last"])
     return k.build()

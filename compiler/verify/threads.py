@@ -31,7 +31,7 @@ def builtins_of(thread):
 class ThreadClass:
     """Threads of one role that behave identically: `weight` of them, represented by `env`."""
 
-    __slots__ = ("role_index", "weight", "env", "warps", "warpgroups", "index")
+    __slots__ = ("role_index", "weight", "env", "warps", "warpgroups", "warp_weights", "index")
 
     def __init__(self, role_index, env):
         self.role_index = role_index
@@ -39,6 +39,7 @@ class ThreadClass:
         self.env = env  # builtins of the first (representative) thread
         self.warps = set()
         self.warpgroups = set()
+        self.warp_weights = {}  # warp -> threads of the class in it, in warp order
         self.index = -1
 
 
@@ -117,6 +118,7 @@ def role_classes(role_index, threads, conds, values):
         if c is None:
             c = classes[k] = ThreadClass(role_index, env)
         c.weight += weight
+        c.warp_weights[env["warp"]] = c.warp_weights.get(env["warp"], 0) + weight
         c.warps.add(env["warp"])
         c.warpgroups.add(env["warpgroup"])
 

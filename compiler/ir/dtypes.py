@@ -1,0 +1,19 @@
+"""Element sizes of CAKE IR dtypes and spans of its swizzle modes (what layouts and byte counts are made of)."""
+
+from cake.ir.v1 import ir_pb2
+
+# Bytes per element; DTYPE_UNSPECIFIED (a verification error) has none.
+DTYPE_BYTES = {
+    ir_pb2.DTYPE_BF16: 2,
+    ir_pb2.DTYPE_F16: 2,
+    ir_pb2.DTYPE_F32: 4,
+    ir_pb2.DTYPE_F64: 8,
+    ir_pb2.DTYPE_FP8_E4M3: 1,
+    ir_pb2.DTYPE_I8: 1,
+    ir_pb2.DTYPE_I32: 4,
+    ir_pb2.DTYPE_I64: 8,
+    ir_pb2.DTYPE_U32: 4,
+}
+
+# Swizzle span in bytes (see Swizzle in ir.proto); no swizzle has none.
+SWIZZLE_SPAN = {ir_pb2.SWIZZLE_32B: 32, ir_pb2.SWIZZLE_64B: 64, ir_pb2.SWIZZLE_128B: 128}
