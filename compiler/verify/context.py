@@ -179,12 +179,23 @@ class Context:
         scalar_params = {p.name for p in self.kernel.params if p.kind == ir_pb2.PARAM_KIND_SCALAR}
         return frozenset(self.symbols) | scalar_params | exprs.BUILTINS
 
-    def names_read(self, site):
-        """The names the expressions of an op site mention (its own, not those of nested bodies)."""
-        cache = self.__dict__.setdefault("_names_read", {})
-        found = cache.get(site.path)
+    def expressions(self, path, msg):
+        """(message type, field, Expr) of the op message at `path` (oprefs.expressions), computed once."""
+        cache = self.__dict__.setdefault("_expressions", {})
+        found = cache.get(path)
         if found is None:
-            found = cache[site.path] = oprefs.names(site.msg) if site.msg is not None else frozenset()
+            found = cache[path] = tuple(oprefs.expressions(msg)) if msg is not None else ()
+        return found
+
+    def names_read(self, path, msg):
+        """The names the expressions of the op message at `path` mention (not those of nested bodies), computed once."""
+        cache = self.__dict__.setdefault("_names_read", {})
+        found = cache.get(path)
+        if found is None:
+            found = set()
+            for _, _, e in self.expressions(path, msg):
+                found |= exprs.names(e)
+            found = cache[path] = frozenset(found)
         return found
 
     def data_names(self, expr, role_index):

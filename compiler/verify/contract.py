@@ -24,7 +24,7 @@ def _scoped_exprs(ctx):
     for site in ctx.ops:
         if site.msg is None:
             continue
-        for _, _, e in oprefs.expressions(site.msg):
+        for _, _, e in ctx.expressions(site.path, site.msg):
             yield site.path, e, site.loop_vars, site.role_index
 
 

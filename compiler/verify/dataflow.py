@@ -25,7 +25,7 @@ def _reads(ctx, site):
         elif access == oprefs.W:
             continue
         yield ref.region
-    yield from sorted(ctx.names_read(site) & ctx.scalars[site.role_index].keys())
+    yield from sorted(ctx.names_read(site.path, site.msg) & ctx.scalars[site.role_index].keys())
 
 
 @rule(

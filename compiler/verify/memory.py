@@ -69,21 +69,11 @@ class Loc:
 
 
 def overlaps(a, b):
-    if a is b:  # the same box (whole tiles share theirs); dims are positive (CAKE-STRUCT-006 gates the model)
-        return True
-    for (alo, ahi), (blo, bhi) in zip(a, b):
-        if not (alo < bhi and blo < ahi):
-            return False
-    return True
+    return all(alo < bhi and blo < ahi for (alo, ahi), (blo, bhi) in zip(a, b))
 
 
 def covers(a, b):
-    if a is b:
-        return True
-    for (alo, ahi), (blo, bhi) in zip(a, b):
-        if not (alo <= blo and bhi <= ahi):
-            return False
-    return True
+    return all(alo <= blo and bhi <= ahi for (alo, ahi), (blo, bhi) in zip(a, b))
 
 
 def _first_after(times, t):

@@ -177,8 +177,11 @@ def ownership(ctx):
                     % (ctx.kernel.roles[site.role_index].name, _space(region.space), ref.region, region.owner),
                     (("`%s` is declared here" % ref.region, ctx.region_path(ref.region)),),
                 )
+    if not any(ctx.scalars):  # nothing else can be read across roles
+        return
     for site in ctx.ops:
-        unknown = ctx.names_read(site) - ctx.static_names - set(site.loop_vars) - ctx.scalars[site.role_index].keys()
+        unknown = ctx.names_read(site.path, site.msg) - ctx.static_names - set(site.loop_vars)
+        unknown -= ctx.scalars[site.role_index].keys()
         for name in sorted(unknown):
             owner = next((ctx.kernel.roles[i].name for i, owned in enumerate(ctx.scalars) if name in owned), None)
             if owner is not None:

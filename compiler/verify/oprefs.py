@@ -7,8 +7,6 @@ so structure checks, data-flow checks and the protocol model agree.
 
 from cake.ir.v1 import ir_pb2
 
-from compiler.verify import exprs
-
 R, W, RW = "r", "w", "rw"
 
 # op kind -> ((field, access), ...) of TileRef fields; optional fields are skipped when unset.
@@ -175,10 +173,3 @@ def expressions(msg, depth=0):
             elif depth < 8:  # op messages nest refs a few levels deep (Operand -> TileRef -> Window)
                 yield from expressions(item, depth + 1)
 
-
-def names(msg):
-    """The names the expressions of an op message mention (not those of nested bodies)."""
-    found = set()
-    for _, _, e in expressions(msg):
-        found |= exprs.names(e)
-    return frozenset(found)

@@ -173,7 +173,7 @@ class _Compiler:
                 n.reads.append(t)
             if access in (oprefs.W, oprefs.RW):
                 n.writes.append(t)
-        for name in sorted(oprefs.names(msg) & self.scalars.keys()):
+        for name in sorted(self.ctx.names_read(path, msg) & self.scalars.keys()) if self.scalars else ():
             index = self.scalars[name]
             n.reads.append(Tile(index, self.ctx.kernel.regions[index], None, False, "expression", None))
         n.collective = oprefs.collective(kind, msg)

@@ -10,9 +10,6 @@ from cake.ir.v1 import ir_pb2
 from compiler.ir import phases
 from compiler.verify.memory import Violation, join
 
-# Model.wake(EVERYONE): a change every blocked class must re-examine (an mbarrier re-initialised).
-EVERYONE = "everyone"
-
 
 class MbarrierSlot:
     """One mbarrier: completed phases, what the current phase still needs, who contributed."""
@@ -173,7 +170,7 @@ class SyncOps:
         s.ph += 1
         s.last = join(s.last, s.acc)
         s.reset(array.arrivals, self.agents)
-        self.wake((array, index))
+        self.changed = True
 
     def incomplete(self, array, index, s):
         """Raise when the slot's current phase received contributions but cannot complete with them."""
@@ -218,7 +215,7 @@ class SyncOps:
         t = r.tick()
         array.init = (r.base, t, r.index, node.path)
         array.slots = {}
-        self.wake(EVERYONE)
+        self.changed = True
         return True
 
     def op_mbarrier_arrive(self, r, node):
@@ -246,7 +243,6 @@ class SyncOps:
         else:
             raise Violation("undefined", node.path, "a wait on a barrier named by index needs a phase")
         if s.ph % 2 == parity:
-            r.waiting = (array, index)
             return False
         if expect is not None and s.ph - 1 != expect:
             raise Violation(
@@ -315,7 +311,7 @@ class SyncOps:
         b.who.append(node.path)
         gen = b.gen
         if b.arrived == b.threads:
-            self.wake(b)
+            self.changed = True
             b.released[gen] = b.acc
             b.gen += 1
             b.arrived, b.acc, b.who = 0, [0] * self.agents, []
@@ -328,7 +324,6 @@ class SyncOps:
                 r.named[key] = (b, self.arrive_named(b, r, node, threads, name))
         for b, gen in r.named.values():
             if b.gen <= gen:
-                r.waiting = b
                 return False
         for b, gen in r.named.values():
             r.vc = join(r.vc, b.released[gen])
@@ -348,7 +343,6 @@ class SyncOps:
             r.tick()
             r.sync_reg = self.arrive_named(b, r, node, 1, "block_sync")
         if b.gen <= r.sync_reg:
-            r.waiting = b
             return False
         r.vc = join(r.vc, b.released[r.sync_reg])
         r.sync_reg = None

@@ -26,14 +26,12 @@ increasing trip count, so the defect is shown on the smallest input that has
 it. `run(ctx)` returns a ModelResult.
 """
 
-import heapq
-
 from cake.ir.v1 import ir_pb2
 
 from compiler.verify import exprs, program, threads
 from compiler.verify.memory import MMA_AGENT, STORE_AGENT, THREAD_AGENT, TMA_AGENT, Memory, Violation, join
 from compiler.verify.sim_data import MMA_SYNC, DataOps
-from compiler.verify.sim_sync import EVERYONE, SyncOps, MbarrierArray, NamedBarrier
+from compiler.verify.sim_sync import SyncOps, MbarrierArray, NamedBarrier
 
 # Ops and loop trips executed, over all scenarios of a kernel, before the model gives up (a note says so).
 # The corpus needs at most a few thousand; the bound keeps every verification fast.
@@ -85,8 +83,7 @@ class _Runner:
         self.gen = self._body(nodes)
         self.pending = None
         self.done = False
-        self.stuck = False  # blocked, and what it waits for has not changed since it last tried
-        self.waiting = None  # what it is blocked on: a barrier slot, named barrier or rendezvous (Model.wake)
+        self.stuck = False  # blocked, and nothing changed since it last tried
         self.count = 0  # ops executed: the scheduler advances the least advanced class first
         self.mma_groups = []  # [(clock snapshot, register keys written)]
         self.store_groups = []  # [clock snapshot]
@@ -192,33 +189,29 @@ class Model(DataOps, SyncOps):
         self.writers = prepared.writers
         self.groups = prepared.groups
         self.changed = False
-        self.woken = set()  # what changed since the scheduler last looked (Model.wake)
         self.handlers = {name[3:]: getattr(self, name) for name in dir(self) if name.startswith("op_")}
 
     # -- scheduling ------------------------------------------------------------
-
-    def wake(self, what):
-        """Record that `what` (a blocking op's `r.waiting`, or EVERYONE) changed: the classes blocked on it retry.
-
-        A blocked op's outcome depends only on what it waits for, so the others stay blocked without
-        retrying: the steps that succeed, and their order, are those of retrying everyone."""
-        self.woken.add(what)
-        self.changed = True
 
     def run(self):
         """Step the least advanced class that can move (ties: declaration order) until all finish or none can."""
         runners = self.runners
         steps = self.steps
-        movable = [(r.count, r.index, r) for r in runners]  # a heap of the classes that can move
-        heapq.heapify(movable)
         while True:
-            if not movable:
+            best = holder = None  # the least advanced movable class, and the next one
+            for r in runners:
+                if r.done or r.stuck:
+                    continue
+                if best is None or r.count < best.count:
+                    best, holder = r, best
+                elif holder is None or r.count < holder.count:
+                    holder = r
+            if best is None:
                 if all(r.done for r in runners):
                     self.finish()
                     return
                 self.diagnose()
-            r = heapq.heappop(movable)[2]
-            holder = movable[0] if movable else None  # the next least advanced: (count, index, runner)
+            r = best
             # Run `r` until another class is less advanced (or ties and comes first), it blocks, or state changes.
             while True:
                 node = r.pending or next(r.gen, None)
@@ -239,18 +232,12 @@ class Model(DataOps, SyncOps):
                 else:
                     r.pending = node
                     r.stuck = True
-                if self.changed or not ok or (holder is not None and (r.count, r.index) > holder[:2]):
-                    break
-            if not r.done and not r.stuck:
-                heapq.heappush(movable, (r.count, r.index, r))
-            if self.changed:  # barrier state moved: the classes blocked on it may pass now
-                woken = self.woken
-                everyone = EVERYONE in woken
-                for x in runners:
-                    if x.stuck and (everyone or x.waiting in woken):
+                if self.changed:  # barrier state moved: blocked classes may pass now
+                    for x in runners:
                         x.stuck = False
-                        heapq.heappush(movable, (x.count, x.index, x))
-                woken.clear()
+                    break
+                if not ok or (holder is not None and _progress(r) > _progress(holder)):
+                    break
 
     def execute(self, r, node):
         if not node.collective or len(self.groups[node.collective][r.index]) == 1:  # nobody to meet
@@ -282,9 +269,8 @@ class Model(DataOps, SyncOps):
             r.rv = key
             if rv.arrived >= rv.expected:
                 rv.done = True
-                self.wake(rv)
+                self.changed = True
         if not rv.done:
-            r.waiting = rv
             return False
         r.vc = join(r.vc, rv.acc)
         r.rv = None
@@ -387,6 +373,10 @@ def _units(nodes):
         elif n.kind == "mma" and n.mkind != MMA_SYNC:
             found.add(MMA_AGENT)
     return found
+
+
+def _progress(r):
+    return r.count, r.index
 
 
 def _noop(r, node):

@@ -251,7 +251,7 @@ def scalars_as_data(ctx):
     for site in ctx.ops:
         if site.msg is None or not ctx.scalars[site.role_index]:
             continue
-        for parent, field, e in oprefs.expressions(site.msg):
+        for parent, field, e in ctx.expressions(site.path, site.msg):
             names = ctx.data_names(e, site.role_index)
             if names and (parent, field) not in oprefs.DATA_FIELDS:
                 yield Finding(
