@@ -107,7 +107,6 @@ def writes_global(kind, msg, param):
     return any(ref.param == param and access != R for _, ref, access in globals_(kind, msg))
 
 
-
 # Scopes of cross-thread reductions -> the unit whose threads must all take part.
 _SCOPE_UNIT = {
     ir_pb2.SCOPE_LANES: "warp",
@@ -172,4 +171,3 @@ def expressions(msg, depth=0):
                 yield msg.DESCRIPTOR.name, field.name, item
             elif depth < 8:  # op messages nest refs a few levels deep (Operand -> TileRef -> Window)
                 yield from expressions(item, depth + 1)
-

@@ -348,8 +348,10 @@ class Model(DataOps, SyncOps):
             array, index = self.mbarrier(r, first.bar, first, r.vc)
             what = "phase %d of `%s`[%d] to complete" % (array.slots[index].ph, first.bar.name, index)
         elif first.kind == "named_barrier_sync":
-            key, (b, _) = next((k, v) for k, v in r.named.items() if v[0].gen <= v[1])
-            what = "named barrier `%s` (%d of its %d threads arrived)" % (self.named_name(key), b.arrived, b.threads)
+            for key, (b, gen) in r.named.items():
+                if b.gen <= gen:
+                    what = "named barrier `%s` (%d of its %d threads arrived)" % (self.named_name(key), b.arrived, b.threads)
+                    break
         raise Violation(
             "deadlock", first.path,
             "waits forever for %s: every thread of the block is blocked or finished, so nothing will" % what,

@@ -14,7 +14,9 @@ is the same behave identically in the protocol model, so the model runs one
   `warp == 0 && elected && t > 0` a thread outside warp 0 gets `false` whether
   elected or not, so the two share a class;
 - the values of the builtins that synchronization-relevant expressions read
-  (a barrier index `full[warpgroup]`, a stage).
+  (a barrier index `full[warpgroup]`, a stage). A named-barrier index that reads
+  only `warp` and `warpgroup` does not split classes: the model evaluates it per
+  warp of a class (sim_sync.named_targets), using `warp_weights`.
 """
 
 from compiler.verify import exprs
@@ -31,16 +33,19 @@ def builtins_of(thread):
 class ThreadClass:
     """Threads of one role that behave identically: `weight` of them, represented by `env`."""
 
-    __slots__ = ("role_index", "weight", "env", "warps", "warpgroups", "warp_weights", "index")
+    __slots__ = ("role_index", "weight", "env", "warp_weights", "warpgroups", "index")
 
     def __init__(self, role_index, env):
         self.role_index = role_index
         self.weight = 0
         self.env = env  # builtins of the first (representative) thread
-        self.warps = set()
-        self.warpgroups = set()
         self.warp_weights = {}  # warp -> threads of the class in it, in warp order
+        self.warpgroups = set()
         self.index = -1
+
+    @property
+    def warps(self):
+        return self.warp_weights.keys()
 
 
 def _safe(fn, env):
@@ -119,7 +124,6 @@ def role_classes(role_index, threads, conds, values):
             c = classes[k] = ThreadClass(role_index, env)
         c.weight += weight
         c.warp_weights[env["warp"]] = c.warp_weights.get(env["warp"], 0) + weight
-        c.warps.add(env["warp"])
         c.warpgroups.add(env["warpgroup"])
 
     if key.per_thread:
