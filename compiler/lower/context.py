@@ -4,20 +4,14 @@ import dataclasses
 
 from cake.ir.v1 import ir_pb2
 
+from compiler.ir.dtypes import DTYPE_BYTES  # noqa: F401  (re-exported for the printers)
+from compiler.ir.dtypes import SWIZZLE_SPAN as _IR_SWIZZLE_SPAN
 from compiler.ir.enums import short_name
 
-DTYPE_BYTES = {
-    ir_pb2.DTYPE_BF16: 2,
-    ir_pb2.DTYPE_F16: 2,
-    ir_pb2.DTYPE_F32: 4,
-    ir_pb2.DTYPE_F64: 8,
-    ir_pb2.DTYPE_FP8_E4M3: 1,
-    ir_pb2.DTYPE_I8: 1,
-    ir_pb2.DTYPE_I32: 4,
-    ir_pb2.DTYPE_I64: 8,
-    ir_pb2.DTYPE_U32: 4,
-}
+# Element sizes and swizzle spans are IR facts (compiler/ir/dtypes.py); no swizzle spans 0.
+SWIZZLE_SPAN = {**_IR_SWIZZLE_SPAN, ir_pb2.SWIZZLE_NONE_UNSPECIFIED: 0}
 
+# The C++ type generated code uses for each dtype.
 DTYPE_CTYPE = {
     ir_pb2.DTYPE_BF16: "cake::bf16",
     ir_pb2.DTYPE_F16: "cake::f16",
@@ -28,13 +22,6 @@ DTYPE_CTYPE = {
     ir_pb2.DTYPE_I32: "int32_t",
     ir_pb2.DTYPE_I64: "int64_t",
     ir_pb2.DTYPE_U32: "uint32_t",
-}
-
-SWIZZLE_SPAN = {
-    ir_pb2.SWIZZLE_NONE_UNSPECIFIED: 0,
-    ir_pb2.SWIZZLE_32B: 32,
-    ir_pb2.SWIZZLE_64B: 64,
-    ir_pb2.SWIZZLE_128B: 128,
 }
 
 
@@ -107,7 +94,6 @@ class Context:
     tensor_maps: list = dataclasses.field(default_factory=list)
     roles: list = dataclasses.field(default_factory=list)  # RoleInfo
     threads: int = 0
-    pipelines_by_empty: dict = dataclasses.field(default_factory=dict)  # empty barrier name -> Pipeline
     params: dict = dataclasses.field(default_factory=dict)  # name -> ir_pb2.Param
     symbols: dict = dataclasses.field(default_factory=dict)  # name -> ir_pb2.Symbol
     pointer_params: set = dataclasses.field(default_factory=set)  # tensor params used through pointers

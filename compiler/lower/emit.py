@@ -10,7 +10,8 @@ from cake.ir.v1 import ir_pb2
 from compiler.lower import ops
 from compiler.lower.cexpr import cexpr, ident
 from compiler.lower.context import DTYPE_CTYPE, LoweringError, dtype_name
-from compiler.lower.fragments import Fragment, declare_fragment
+from compiler.ir.scalars import role_scalars
+from compiler.lower.fragments import declare_fragment
 from compiler.lower.writer import Writer
 
 INT32_MAX = (1 << 31) - 1
@@ -150,12 +151,7 @@ def _role(ctx, em, info):
         em.role = info
         em.scope = {s.name: s.min >= 0 for s in ctx.kernel.contract.symbols}
         em.inflight = []
-        em.scalars = frozenset(
-            r.name for r in ctx.kernel.regions
-            if r.space == ir_pb2.MEMORY_SPACE_REGISTER and r.owner == role.name
-            and r.layout in (ir_pb2.FRAGMENT_LAYOUT_PER_THREAD, ir_pb2.FRAGMENT_LAYOUT_ROW_PER_THREAD)
-            and Fragment(r).count == 1
-        )
+        em.scalars = frozenset(role_scalars(ctx.kernel, role.name))
         em.ops(role.body, path + ".body")
 
 

@@ -359,7 +359,7 @@ def tri_solve(em, op, path):
 
 
 class ScratchTile:
-    """A lowering-owned f32 shared tile (see layout.reserve_scratch)."""
+    """A lowering-owned f32 shared tile (compiler/ir/smem_layout.py reserves it)."""
 
     ctype = "float"
 
