@@ -90,6 +90,9 @@ def _prologue(ctx, w):
             w.line("constexpr %s %s = %d;" % (_symbol_ctype(s), ident(s.name), s.value))
         else:
             w.line("const %s %s = static_cast<%s>(%s_arg);" % (_symbol_ctype(s), ident(s.name), _symbol_ctype(s), ident(s.name)))
+    if ctx.kernel.contract.symbols:
+        # A symbol only the contract or the host uses is still declared: keep nvcc quiet about it.
+        w.line(" ".join("(void)%s;" % ident(s.name) for s in ctx.kernel.contract.symbols))
     for name, sr in ctx.shared.items():
         if name.startswith("__tmem_"):
             continue
