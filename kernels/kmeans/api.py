@@ -89,12 +89,16 @@ def padded_sq_norms(c, block_k):
     return out
 
 
-def _assign(x, c):
+def assign_into(x, c, labels):
+    """Write the labels of checked [B, N, D] x and [B, K, D] c into int32 `labels` [B, N]."""
     params = assign_params(x.shape[2])
     runner = _runner(tuple(sorted(params.items())), DTYPES[x.dtype])
-    labels = torch.empty(x.shape[:2], dtype=torch.int32, device=x.device)
     runner(x=x, c=c, c_sq=padded_sq_norms(c, params["block_k"]), labels=labels)
     return labels
+
+
+def _assign(x, c):
+    return assign_into(x, c, torch.empty(x.shape[:2], dtype=torch.int32, device=x.device))
 
 
 @torch.library.custom_op("cake::kmeans_assign", mutates_args=())

@@ -63,11 +63,7 @@ def peers():
 
 def ours(outputs, inputs):
     """kmeans_assign into the harness's (poisoned) output buffer: c_sq, then the kernel."""
-    x, c = inputs
-    labels = outputs[0]
-    params = api.assign_params(x.shape[2])
-    runner = api._runner(tuple(sorted(params.items())), api.DTYPES[x.dtype])
-    runner(x=x, c=c, c_sq=api.padded_sq_norms(c, params["block_k"]), labels=labels)
+    api.assign_into(inputs[0], inputs[1], outputs[0])
 
 
 def measure(shape, impls, config):
