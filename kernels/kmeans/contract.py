@@ -29,6 +29,9 @@ def labels_metric(labels, x, c, ref_labels):
     """metrics.kmeans_labels over a batch: problems are stacked with offset centroid ids."""
     b, n, d = x.shape
     k = c.shape[1]
+    # Offsetting would move an out-of-range label into another problem's range: reject first.
+    if not ((labels >= 0) & (labels < k)).all():
+        return metrics.MetricResult(False, 0.0, "labels outside [0, %d)" % k)
     offset = (torch.arange(b, device=labels.device) * k)[:, None]
     return metrics.kmeans_labels(
         (labels.long() + offset).reshape(-1),
@@ -37,7 +40,7 @@ def labels_metric(labels, x, c, ref_labels):
         (ref_labels.long() + offset).reshape(-1),
         MIN_AGREEMENT,
         OBJECTIVE_RTOL,
-    ) if ((labels >= 0) & (labels < k)).all() else metrics.MetricResult(False, 0.0, "labels outside [0, %d)" % k)
+    )
 
 
 def assign_contract(shapes, dtype=torch.bfloat16):
