@@ -104,6 +104,22 @@ def test_cache_concurrent_writers_leave_one_whole_entry():
     assert got is not None and got in entries
 
 
+def test_an_unwritable_cache_builds_anyway_with_one_warning(tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")  # a directory under a file cannot be made, even by root
+    cache = compile_cache.CompileCache(str(blocker / "compile"))
+    with pytest.warns(compile_cache.CacheNotWritable, match="cannot be written") as caught:
+        first = build(gemm_sm90a(), cache=cache)
+        second = build(gemm_sm90a(), cache=cache)
+    assert first.ok and second.ok and not second.compiled.cache_hit
+    assert len(caught) == 1 and str(blocker / "compile") in str(caught[0].message)
+
+
+def test_the_default_cache_lives_in_the_cache_root(monkeypatch, tmp_path):
+    monkeypatch.setenv("CAKE_CACHE_DIR", str(tmp_path / "root"))
+    assert compile_cache.default_cache().directory == str(tmp_path / "root" / "compile")
+
+
 def test_corrupt_cache_entry_is_a_miss():
     cache = _fresh_cache()
     cache.put("a" * 64, artifact_pb2.CompiledKernel(target="x"))

@@ -1,16 +1,30 @@
 """The compile cache: CompiledKernel artifacts keyed by (IR hash, target, toolchain).
 
-Entries are files under one directory (default ~/.cache/cake/compile, or $CAKE_CACHE_DIR),
-so the cache survives restarts. Writers publish with write-to-temp + os.replace, which is
-atomic on POSIX: concurrent writers of one key leave one whole entry, and readers never
-see a partial file. A corrupt or unreadable entry counts as a miss.
+Entries are files under one directory (by default `compile/` in compiler/locations.py's
+cache root: $CAKE_CACHE_DIR, $XDG_CACHE_HOME/cake or ~/.cache/cake; TEST_TMPDIR under
+`bazel test`), so the cache survives restarts. Writers publish with write-to-temp +
+os.replace, which is atomic on POSIX: concurrent writers of one key leave one whole
+entry, and readers never see a partial file. A corrupt or unreadable entry counts as a
+miss. A directory that cannot be written is never an error for a build: the kernel is
+compiled in its temporary directory as always, is simply not kept, and the first such
+failure per directory warns once (CacheNotWritable).
 """
 
 import hashlib
 import os
 import tempfile
+import warnings
 
 from cake.compiler.v1 import artifact_pb2
+
+from compiler import locations
+
+# Directories already warned about in this process: one warning each, not one per build.
+_warned = set()
+
+
+class CacheNotWritable(RuntimeWarning):
+    """The compile cache's directory cannot be written: builds go on, uncached."""
 
 
 def key(ir_digest, target, toolchain):
@@ -39,19 +53,36 @@ class CompileCache:
         return out
 
     def put(self, k, compiled):
+        """Publish `compiled` under key `k`; False (after one warning) when the directory cannot be written."""
         path = self._path(k)
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".tmp-")
+        tmp = None
         try:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".tmp-")
             with os.fdopen(fd, "wb") as f:
                 f.write(compiled.SerializeToString(deterministic=True))
             os.replace(tmp, path)
-        except BaseException:
-            if os.path.exists(tmp):
+        except OSError as e:
+            self._warn_unwritable(e)
+            return False
+        finally:
+            if tmp is not None and os.path.exists(tmp):
                 os.unlink(tmp)
-            raise
+        return True
+
+    def _warn_unwritable(self, error):
+        if self.directory in _warned:
+            return
+        _warned.add(self.directory)
+        warnings.warn(CacheNotWritable(
+            "compile cache %s cannot be written (%s): compiling without a cache; set CAKE_CACHE_DIR to a writable "
+            "directory to keep compiled kernels" % (self.directory, error.strerror or error)), stacklevel=3)
+
+
+def default_directory():
+    """The compile cache's directory on this machine (compiler/locations.py's cache root, `compile/`)."""
+    return os.path.join(locations.cache_dir(), "compile")
 
 
 def default_cache():
-    directory = os.environ.get("CAKE_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "cake", "compile")
-    return CompileCache(directory)
+    return CompileCache(default_directory())

@@ -41,7 +41,8 @@ def parse_args(argv):
     ap.add_argument("--token-file", help="file holding the bearer token calls must carry (default: $CAKE_TOKEN)")
     ap.add_argument("--insecure-allow-remote", action="store_true",
                     help="allow a non-loopback --host without TLS or a token")
-    ap.add_argument("--cache-dir", help="compile cache directory (default: $CAKE_CACHE_DIR or ~/.cache/cake/compile)")
+    ap.add_argument("--cache-dir", help="compile cache directory (default: compile/ under $CAKE_CACHE_DIR, $XDG_CACHE_HOME/cake"
+                         " or ~/.cache/cake)")
     ap.add_argument("--log-level", default="info")
     args = ap.parse_args(argv)
     if bool(args.tls_cert) != bool(args.tls_key):

@@ -36,7 +36,7 @@ class Options:
     rpc_threads: int = 64
     token: str = None  # bearer token every RPC but health checks must carry
     credentials: object = None  # grpc.ServerCredentials for TLS; None listens in plaintext
-    cache_dir: str = None  # compile cache directory; None: $CAKE_CACHE_DIR or ~/.cache/cake/compile
+    cache_dir: str = None  # compile cache directory; None: compiler/build/cache.default_directory()
 
 
 class CompilerServer:
