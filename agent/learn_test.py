@@ -11,7 +11,7 @@ from agent.store import Store
 from agent.testing import knowledge_copy
 from compiler import analysis
 from compiler.ir.hashing import ir_hash
-from compiler.ir.text_print import print_kernel
+from compiler.ir.text import print_kernel
 from compiler.verify import verify
 
 FIXED = {"d": 128, "dtype": "bf16"}

@@ -16,7 +16,7 @@ from agent.authors.llm import ChatClient, LlmAuthor, LlmError
 from agent.store import Store
 from agent.testing import knowledge_copy, small_task
 from compiler.analysis import analyze
-from compiler.ir.text_print import print_kernel
+from compiler.ir.text import print_kernel
 from kernels.kmeans.schedules import assign_sm90a
 
 ANSWERS = json.load(open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "testdata", "llm_replay.json")))

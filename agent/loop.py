@@ -23,8 +23,7 @@ from agent.authors.base import Context, Parent
 from agent.genome import Genome
 from agent.rewrites import NotApplicable
 from compiler.ir.hashing import ir_hash
-from compiler.ir.text_parse import parse_kernel
-from compiler.ir.text_print import print_kernel
+from compiler.ir.text import parse_kernel, print_kernel
 
 COST_MODEL, MEASURE = "cost_model", "measure"
 

@@ -4,8 +4,7 @@ import pytest
 from cake.ir.v1 import ir_pb2
 
 from agent import rewrites
-from compiler.ir.text_parse import parse_kernel
-from compiler.ir.text_print import print_kernel
+from compiler.ir.text import parse_kernel, print_kernel
 from compiler.verify import has_errors, verify
 from kernels.kmeans.schedules import assign_sm90a
 

@@ -8,8 +8,7 @@ from agent import genome as genome_mod
 from agent import tactics
 from agent.learn import knowledge
 from agent.rewrites import NotApplicable
-from compiler.ir.text_parse import parse_kernel
-from compiler.ir.text_print import print_kernel
+from compiler.ir.text import parse_kernel, print_kernel
 from compiler.verify import has_errors, verify
 
 FIXED = {"d": 128, "dtype": "bf16"}

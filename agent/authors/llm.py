@@ -12,7 +12,7 @@ import os
 import urllib.error
 import urllib.request
 
-from compiler.ir.text_lexer import ParseError
+from compiler.ir.text import ParseError
 
 from agent.authors import prompt
 from agent.authors.base import Proposal

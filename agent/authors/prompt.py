@@ -3,12 +3,12 @@
 The prompt holds the task, the parent's IR text, its diagnostics and its cost report
 (bottleneck and per-stage times), and asks for one complete kernel in CAKE IR text.
 The answer's IR is the first fenced block that starts with `kernel` (or the text
-from the first line starting with `kernel`), parsed with compiler.ir.text_parse.
+from the first line starting with `kernel`), parsed with compiler.ir.text.parse.
 """
 
 import re
 
-from compiler.ir.text_parse import parse_kernel
+from compiler.ir.text import parse_kernel
 
 SYSTEM = (
     "You write GPU kernels in CAKE IR, a typed schedule IR (warp roles with register budgets, shared-memory "

@@ -17,8 +17,7 @@ import glob
 import json
 import os
 
-from compiler.ir.text_parse import parse_kernel
-from compiler.ir.text_print import print_kernel
+from compiler.ir.text import parse_kernel, print_kernel
 from compiler.verify import RULES as BUILTIN_RULES
 from compiler.verify import verify
 from compiler.verify.declarative import rules_from_data

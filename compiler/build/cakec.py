@@ -14,7 +14,7 @@ from cake.ir.v1 import ir_pb2
 
 from compiler.build import diagnostics as build_diagnostics
 from compiler.ir.enums import value_of
-from compiler.ir.text_parse import ParseError, parse_kernel
+from compiler.ir.text import ParseError, parse_kernel
 from compiler.lower import LoweringError, lower
 
 

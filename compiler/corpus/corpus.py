@@ -1,7 +1,7 @@
 """The good corpus: every seed schedule of kernels/, by name, and its canonical text in good/.
 
 Each entry builds one Kernel with its default parameters; good/<name>.cake is that
-kernel printed by compiler.ir.text_print. The files are what people and agents read
+kernel printed by compiler.ir.text.printer. The files are what people and agents read
 (docs/ir.md quotes them) and what text-form and verifier tests load; corpus_test
 keeps them equal to the builders. After changing a schedule, regenerate them:
 
@@ -14,7 +14,7 @@ import argparse
 import os
 import sys
 
-from compiler.ir.text_print import print_kernel
+from compiler.ir.text import print_kernel
 from kernels.gemm.schedules import gemm_sm80, gemm_sm90a, gemm_sm100a
 from kernels.kda.schedules import chunk_fwd_sm90a
 from kernels.kmeans import schedules as kmeans

@@ -7,7 +7,7 @@ import pytest
 from cake.ir.v1 import ir_pb2
 
 from compiler.corpus import corpus
-from compiler.ir.text_parse import parse_kernel
+from compiler.ir.text import parse_kernel
 
 
 @pytest.mark.parametrize("name", sorted(corpus.GOOD))

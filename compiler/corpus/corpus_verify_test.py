@@ -3,7 +3,7 @@
 import pytest
 
 from compiler.corpus import corpus
-from compiler.ir.text_parse import parse_kernel
+from compiler.ir.text import parse_kernel
 from compiler.verify import format_diagnostic, has_errors, verify
 
 

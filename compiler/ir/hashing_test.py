@@ -5,8 +5,7 @@ import hashlib
 from cake.ir.v1 import ir_pb2
 
 from compiler.ir.hashing import ir_hash, short_hash
-from compiler.ir.text_parse import parse_kernel
-from compiler.ir.text_print import print_kernel
+from compiler.ir.text import parse_kernel, print_kernel
 
 
 def _kernel():

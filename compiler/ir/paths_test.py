@@ -9,9 +9,9 @@ from hypothesis import given, settings
 
 from compiler.ir import paths
 from compiler.ir.strategies import messages
-from compiler.ir.text_parse import parse_kernel
+from compiler.ir.text import parse_kernel
 
-GOLDEN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "testdata", "gemm_sm90a.cake")
+GOLDEN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "text", "testdata", "gemm_sm90a.cake")
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,7 @@ from google.protobuf.message import DecodeError
 
 from cake.ir.v1 import ir_pb2
 
-from compiler.ir.text_parse import ParseError, parse_kernel
+from compiler.ir.text import ParseError, parse_kernel
 from compiler.service import errors
 
 FORMS = ("program.kernel", "program.text", "program.kernel_bytes")

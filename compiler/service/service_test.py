@@ -7,7 +7,7 @@ from cake.compiler.v1 import compiler_service_pb2 as service_pb2
 from cake.compiler.v1 import diagnostics_pb2
 from cake.ir.v1 import ir_pb2
 
-from compiler.ir.text_parse import parse_kernel
+from compiler.ir.text import parse_kernel
 from compiler.service.client import CompilerServiceError, start_local_server
 from compiler.service.testprograms import LAUNCH_LINE, copy_program
 from compiler.targets import TARGETS

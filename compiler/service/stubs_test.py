@@ -8,7 +8,7 @@ from grpc_status import rpc_status
 from cake.compiler.v1 import compiler_service_pb2 as pb
 from cake.compiler.v1 import compiler_service_pb2_grpc as pb_grpc
 
-from compiler.ir.text_parse import parse_kernel
+from compiler.ir.text import parse_kernel
 from compiler.service.local import LocalServer
 from compiler.service.testprograms import copy_program
 

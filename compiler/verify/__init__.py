@@ -43,7 +43,7 @@ __all__ = ["RULES", "verify", "has_errors", "format_diagnostic", "load_rules"]
 def verify(kernel, source_map=None, extra_rules=()):
     """Diagnostics for `kernel` (an ir_pb2.Kernel), sorted by IR path order then id.
 
-    `source_map` (text_parse's, with lookup(path) -> (line, column)) locates them
+    `source_map` (compiler.ir.text's, with lookup(path) -> (line, column)) locates them
     in the text; `extra_rules` adds rules such as those `load_rules` returns.
     """
     try:

@@ -5,8 +5,7 @@ import logging
 from cake.compiler.v1 import diagnostics_pb2
 from cake.ir.v1 import ir_pb2
 
-from compiler.ir.text_parse import parse_kernel
-from compiler.ir.text_print import print_kernel
+from compiler.ir.text import parse_kernel, print_kernel
 from compiler.verify import RULES, format_diagnostic, has_errors, registry, report, verify
 from compiler.verify.registry import Finding, Rule
 from compiler.verify.testkernels import ring

@@ -15,7 +15,7 @@ import statistics
 import sys
 import time
 
-from compiler.ir.text_parse import parse_kernel
+from compiler.ir.text import parse_kernel
 from compiler.verify import verify
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")

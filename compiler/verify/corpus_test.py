@@ -9,7 +9,7 @@ import pytest
 from cake.compiler.v1 import diagnostics_pb2
 
 from compiler.corpus import corpus
-from compiler.ir.text_parse import parse_kernel
+from compiler.ir.text import parse_kernel
 from compiler.verify import RULES, format_diagnostic, registry, verify
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")

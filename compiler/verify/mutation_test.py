@@ -11,7 +11,7 @@ from cake.ir.v1 import ir_pb2
 from hypothesis import HealthCheck, given, settings
 
 from compiler.ir import strategies
-from compiler.ir.text_parse import parse_kernel
+from compiler.ir.text import parse_kernel
 from compiler.verify import registry, verify
 from compiler.verify.mutations import mutated
 from compiler.verify.testkernels import ring

@@ -12,8 +12,8 @@ from cake.ir.v1 import ir_pb2
 
 from compiler.ir import paths
 from compiler.ir.descriptors import INT64
-from compiler.ir.text_lexer import IDENT, INT, MAX_DEPTH
-from compiler.ir.text_literals import is_symbol
+from compiler.ir.text.lexer import IDENT, INT, MAX_DEPTH
+from compiler.ir.text.literals import is_symbol
 
 _OPS = ir_pb2.BinaryOp
 _INFIX = {

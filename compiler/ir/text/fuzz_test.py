@@ -5,9 +5,9 @@ import os
 import hypothesis.strategies as st
 from hypothesis import HealthCheck, given, settings
 
-from compiler.ir.text_lexer import tokenize
-from compiler.ir.text_parse import ParseError, parse_kernel
-from compiler.ir.text_print import print_kernel
+from compiler.ir.text.lexer import tokenize
+from compiler.ir.text.parse import ParseError, parse_kernel
+from compiler.ir.text.printer import print_kernel
 
 GOLDEN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "testdata", "gemm_sm90a.cake")
 FUZZ = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -1,6 +1,6 @@
 """A cursor over the tokens of one CAKE IR text, and readers of literals with located ParseErrors.
 
-The parser (text_parse) builds on it, and compact forms (text_compact, text_expr)
+The parser (parse.py) builds on it, and compact forms (compact.py, infix.py)
 read their parts through it: peek/next/accept/expect to move, fail to report,
 and ident, name, signed_int, float_literal and scalar to read values. Every
 reader checks ranges itself, so no bad input reaches protobuf as an exception.
@@ -13,8 +13,8 @@ from google.protobuf.descriptor import FieldDescriptor as FD
 
 from compiler.ir import enums
 from compiler.ir.descriptors import INT32, INT_RANGES
-from compiler.ir.text_lexer import EOF, FLOAT, HEX, IDENT, INT, STRING, WORD, ParseError, tokenize
-from compiler.ir.text_literals import float_bits, float_from_bits
+from compiler.ir.text.lexer import EOF, FLOAT, HEX, IDENT, INT, STRING, WORD, ParseError, tokenize
+from compiler.ir.text.literals import float_bits, float_from_bits
 
 _FLOAT32_MAX = 3.4028234663852886e38
 _SIGN_BIT = 1 << 63

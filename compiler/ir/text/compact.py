@@ -1,7 +1,7 @@
 """The hand-written compact forms of the CAKE IR text form: a registry the printer and parser consult.
 
 Value forms (wherever a field of the type holds a value, after `field:` or in a list):
-    Expr        infix: `(M + 127) / 128`, `ceil_div(N, 128)` (see text_expr)
+    Expr        infix: `(M + 127) / 128`, `ceil_div(N, 128)` (see infix.py)
     GlobalRef   `A[m, kt * 64]`
     TileRef     `sA`, `sA@0`, `sA@(kt % 4)[warpgroup * 64 +: 64, 0 +: 64]`
     Window      `start +: size`
@@ -23,7 +23,7 @@ from cake.ir.v1 import ir_pb2
 
 from compiler.ir import paths
 from compiler.ir.descriptors import INT32, INT64
-from compiler.ir.text_expr import (
+from compiler.ir.text.infix import (
     ATOM,
     EXPR_FIELDS,
     build,
@@ -31,8 +31,8 @@ from compiler.ir.text_expr import (
     parse_expr,
     parse_primary,
 )
-from compiler.ir.text_lexer import FLOAT, INT, IDENT
-from compiler.ir.text_literals import format_float, is_symbol
+from compiler.ir.text.lexer import FLOAT, INT, IDENT
+from compiler.ir.text.literals import format_float, is_symbol
 
 Form = collections.namedtuple("Form", "fields text parse")
 

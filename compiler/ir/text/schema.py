@@ -2,7 +2,7 @@
 
 A field's kind decides its syntax:
     SCALAR   `name: 42`               SCALARS  `name: [1, 2]`
-    VALUE    `name: sA@s` (a compact form type, see text_compact)
+    VALUE    `name: sA@s` (a compact form type, see compact.py)
     VALUES   `name: [M, K]`
     BLOCK    `name { ... }` (a singular message)
     ENTRIES  `keyword { ... }` per element of a repeated message, `keyword NAME { ... }`
@@ -16,7 +16,7 @@ Nothing here names an IR message or field: new fields and ops need no change.
 import functools
 
 from compiler.ir.descriptors import real_oneof
-from compiler.ir.text_compact import HEADER_FORMS, OP, VALUE_FORMS
+from compiler.ir.text.compact import HEADER_FORMS, OP, VALUE_FORMS
 
 SCALAR, SCALARS, VALUE, VALUES, BLOCK, ENTRIES, OPS = (
     "scalar", "scalars", "value", "values", "block", "entries", "ops"

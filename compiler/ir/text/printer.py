@@ -1,20 +1,20 @@
-"""Printing a CAKE IR kernel as text: canonical, deterministic, and read back exactly by text_parse.
+"""Printing a CAKE IR kernel as text: canonical, deterministic, and read back exactly by parse.py.
 
 The text is a function of the proto alone. Fields print in declaration order
 (a block's direct op list last), fields holding their default are left out
 (proto3: only what ListFields reports is printed, so `optional` fields print
 when present, even at zero). A block prints on one line when it holds only
 `field: value` items and the line fits in WIDTH columns; otherwise one item
-per line, indented by two spaces. Compact forms come from text_compact; where
+per line, indented by two spaces. Compact forms come from compact.py; where
 one cannot express a value, its generic `{ ... }` block is printed on one line.
 """
 
 from google.protobuf.descriptor import FieldDescriptor
 
 from compiler.ir import enums, paths
-from compiler.ir.text_compact import OP, VALUE_FORMS
-from compiler.ir.text_literals import format_float, is_symbol, quote, quote_bytes
-from compiler.ir.text_schema import (
+from compiler.ir.text.compact import OP, VALUE_FORMS
+from compiler.ir.text.literals import format_float, is_symbol, quote, quote_bytes
+from compiler.ir.text.schema import (
     BLOCK,
     ENTRIES,
     OPS,

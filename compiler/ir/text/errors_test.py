@@ -2,7 +2,7 @@
 
 import pytest
 
-from compiler.ir.text_parse import ParseError, parse_kernel
+from compiler.ir.text.parse import ParseError, parse_kernel
 
 
 def error(text):

@@ -7,9 +7,9 @@ import pytest
 from cake.ir.v1 import ir_pb2
 from google.protobuf import wrappers_pb2
 
-from compiler.ir.text_literals import float_bits, float_from_bits
-from compiler.ir.text_parse import ParseError, Parser, parse_kernel
-from compiler.ir.text_print import print_kernel, print_node
+from compiler.ir.text.literals import float_bits, float_from_bits
+from compiler.ir.text.parse import ParseError, Parser, parse_kernel
+from compiler.ir.text.printer import print_kernel, print_node
 
 OP = ir_pb2.BinaryOp
 

@@ -1,12 +1,12 @@
 """Parsing the CAKE IR text form back into an ir_pb2.Kernel, with the location of every node.
 
-`parse_kernel(text)` reads what text_print writes (and the same text with any
+`parse_kernel(text)` reads what printer.py writes (and the same text with any
 whitespace, comments, or field order) and returns the kernel with a SourceMap:
 IR path -> (line, column) where the node's text starts. Anything else raises
 ParseError, located at the offending token: unknown names (with the closest
 valid one), wrong value types, fields given twice, two members of one oneof.
-The grammar is generic over the descriptors (text_schema); the compact forms
-(text_compact) read their parts through this parser's small public interface.
+The grammar is generic over the descriptors (schema.py); the compact forms
+(compact.py) read their parts through this parser's small public interface.
 """
 
 from typing import NamedTuple
@@ -14,10 +14,10 @@ from typing import NamedTuple
 from cake.ir.v1 import ir_pb2
 
 from compiler.ir import paths
-from compiler.ir.text_compact import VALUE_FORMS
-from compiler.ir.text_lexer import EOF, IDENT, MAX_DEPTH, ParseError
-from compiler.ir.text_reader import TokenReader, suggest
-from compiler.ir.text_schema import (
+from compiler.ir.text.compact import VALUE_FORMS
+from compiler.ir.text.lexer import EOF, IDENT, MAX_DEPTH, ParseError
+from compiler.ir.text.reader import TokenReader, suggest
+from compiler.ir.text.schema import (
     BLOCK,
     ENTRIES,
     OP_KEYWORDS,
