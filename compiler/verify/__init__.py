@@ -18,20 +18,7 @@ from cake.compiler.v1 import diagnostics_pb2
 from compiler.verify import registry, report
 from compiler.verify.context import Context
 
-# Rule families, in the order they run (static rules of all families, then the protocol model's rules).
-from compiler.verify import (  # noqa: F401  (importing registers the rules)
-    structure,
-    operands,
-    contract,
-    resources,
-    registers,
-    target_caps,
-    tma,
-    sync_protocol,
-    pipeline_race,
-    dataflow,
-    proxy_fence,
-)
+from compiler.verify import rules  # noqa: F401  (importing registers the rules)
 from compiler.verify.declarative import load_rules  # noqa: E402
 
 RULES = registry.RULES

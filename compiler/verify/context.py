@@ -159,7 +159,7 @@ class Context:
 
     @functools.cached_property
     def limits(self):
-        from compiler.verify import limits
+        from compiler.verify.rules import limits
 
         return limits.for_target(self.target_name)
 
@@ -214,10 +214,10 @@ class Context:
 
     @functools.cached_property
     def binder(self):
-        """Valid symbol values for this kernel (binding.Binder), shared by the rules and the model."""
-        from compiler.verify import binding
+        """Valid symbol values for this kernel (inputs.Binder), shared by the rules and the model."""
+        from compiler.verify.protocol import inputs
 
-        return binding.Binder(self)
+        return inputs.Binder(self)
 
     @functools.cached_property
     def pipeline_of_region(self):

@@ -16,7 +16,7 @@ is the same behave identically in the protocol model, so the model runs one
 - the values of the builtins that synchronization-relevant expressions read
   (a barrier index `full[warpgroup]`, a stage). A named-barrier index that reads
   only `warp` and `warpgroup` does not split classes: the model evaluates it per
-  warp of a class (sim_sync.named_targets), using `warp_weights`.
+  warp of a class (protocol/sync_ops.named_targets), using `warp_weights`.
 """
 
 from compiler.verify import exprs

@@ -9,9 +9,10 @@ iteration to the next (its first access in the loop reads it).
 
 from cake.ir.v1 import ir_pb2
 
-from compiler.verify import exprs, limits as lim, oprefs
+from compiler.verify import exprs, oprefs
 from compiler.verify.context import DTYPE_BYTES, elements
 from compiler.verify.registry import Finding, rule
+from compiler.verify.rules import limits as lim
 
 L = ir_pb2.FragmentLayout
 

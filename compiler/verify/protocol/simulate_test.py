@@ -5,8 +5,9 @@ import pytest
 from cake.ir.v1 import ir_pb2
 
 from compiler.ir.expr import E, as_expr
-from compiler.verify import program, simulate, threads, verify
+from compiler.verify import threads, verify
 from compiler.verify.context import Context
+from compiler.verify.protocol import program, simulate
 from compiler.verify.testkernels import lapping, ring, warpgroup_sync
 
 

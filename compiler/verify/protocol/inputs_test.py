@@ -1,7 +1,7 @@
 """Valid inputs for the model: smallest valid values, and inputs that run each symbolic loop t trips."""
 
-from compiler.verify import binding
 from compiler.verify.context import Context
+from compiler.verify.protocol import inputs
 from compiler.verify.testkernels import ring
 
 
@@ -17,7 +17,7 @@ def test_scenarios_run_the_loops_t_trips():
     assert [t for t, _ in scenarios] == list(range(1, 8))
     for t, env in scenarios:
         assert env["N"] == 64 * t
-        assert binding.loop_trips(loop, env) == t
+        assert inputs.loop_trips(loop, env) == t
         assert env["block.x"] == 0 and env["grid.x"] == 1
 
 

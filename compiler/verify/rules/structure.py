@@ -4,7 +4,8 @@ import re
 
 from cake.ir.v1 import ir_pb2
 
-from compiler.verify import exprs, model, oprefs
+from compiler.verify import exprs, oprefs
+from compiler.verify.protocol import findings
 from compiler.verify.registry import Finding, rule
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
@@ -293,7 +294,7 @@ def barrier_kinds(ctx):
             )
 
 
-model.model_rule(
+findings.model_rule(
     "CAKE-STRUCT-015", "structure",
     "Stages computed at run time stay within the region's ring, and barrier ops meet barriers of their kind.",
     "Index stages within the region's ring (round % stages) and use barrier ops on barriers of their kind.",

@@ -5,7 +5,8 @@ import re
 
 from cake.ir.v1 import ir_pb2
 
-from compiler.verify import exprs, model, oprefs
+from compiler.verify import exprs, oprefs
+from compiler.verify.protocol import findings
 from compiler.verify.registry import Finding, rule
 
 _DOTTED = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)+\Z")
@@ -213,6 +214,6 @@ def defined(ctx):
                 inputs = ", ".join("%s=%d" % (n, env[n]) for n in ctx.symbols if n in env)
                 yield Finding(path, "this expression has no value for the valid input %s (%s)" % (inputs, err))
                 return
-    v = model.violation(ctx, "undefined")
+    v = findings.violation(ctx, "undefined")
     if v:
         yield v

@@ -11,7 +11,7 @@ from compiler.verify import RULES, verify
 from compiler.verify.testkernels import lapping, ring
 from kernels.gemm.schedules import gemm_sm100a
 
-ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..")
 
 # Rule ids this file (or simulate_test) exercises; the bad corpus covers the rest.
 UNIT_TESTED = {

@@ -1,6 +1,6 @@
 """The protocol model: role programs executed on small concrete inputs, thread class by thread class.
 
-For each input from binding.Binder.scenarios (every symbolic loop running
+For each input from inputs.Binder.scenarios (every symbolic loop running
 t = 1, 2, ..., 2 * stages + 1 trips; docs/verifier_rules.md says why that
 covers every reachable ring state), the model runs each role's thread classes
 (threads.py) as coroutines:
@@ -15,7 +15,7 @@ covers every reachable ring state), the model runs each role's thread classes
   their threads have arrived;
   collective ops (.sync.aligned MMAs, ldmatrix, cross-thread reductions)
   rendezvous the classes sharing a warp or warpgroup.
-- memory.py tracks happens-before: releases (arrive, commit, barrier
+- happens_before.py tracks happens-before: releases (arrive, commit, barrier
   completion) carry vector clocks that acquiring waits join.
 
 The scheduler always steps the least advanced class (fewest ops executed)
@@ -28,10 +28,19 @@ it. `run(ctx)` returns a ModelResult.
 
 from cake.ir.v1 import ir_pb2
 
-from compiler.verify import exprs, program, threads
-from compiler.verify.memory import MMA_AGENT, STORE_AGENT, THREAD_AGENT, TMA_AGENT, Memory, Violation, join
-from compiler.verify.sim_data import MMA_SYNC, DataOps
-from compiler.verify.sim_sync import SyncOps, MbarrierArray, NamedBarrier
+from compiler.verify import exprs, threads
+from compiler.verify.protocol import program
+from compiler.verify.protocol.data_ops import MMA_SYNC, DataOps
+from compiler.verify.protocol.happens_before import (
+    MMA_AGENT,
+    STORE_AGENT,
+    THREAD_AGENT,
+    TMA_AGENT,
+    Memory,
+    Violation,
+    join,
+)
+from compiler.verify.protocol.sync_ops import SyncOps, MbarrierArray, NamedBarrier
 
 # Ops and loop trips executed, over all scenarios of a kernel, before the model gives up (a note says so).
 # The corpus needs at most a few thousand; the bound keeps every verification fast.

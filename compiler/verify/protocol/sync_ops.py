@@ -8,7 +8,7 @@ waits by round check that they meet the phase their round means (phases.py).
 from cake.ir.v1 import ir_pb2
 
 from compiler.ir import phases
-from compiler.verify.memory import Violation, join
+from compiler.verify.protocol.happens_before import Violation, join
 
 
 class MbarrierSlot:

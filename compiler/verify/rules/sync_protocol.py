@@ -3,12 +3,13 @@ block_sync and named barriers, collective ops (static checks and the protocol mo
 
 from cake.ir.v1 import ir_pb2
 
-from compiler.verify import exprs, model, oprefs
+from compiler.verify import exprs, oprefs
+from compiler.verify.protocol import findings
 from compiler.verify.registry import Finding, rule
 
 
 def _model_rule(id, doc, fix_hint, kind):
-    model.model_rule(id, "synchronization", doc, fix_hint, kind)
+    findings.model_rule(id, "synchronization", doc, fix_hint, kind)
 
 
 @rule(
@@ -184,6 +185,6 @@ _model_rule(
     model=True,
 )
 def model_skipped(ctx):
-    res = model.result(ctx)
+    res = findings.result(ctx)
     if res is not None and res.skipped:
         yield Finding("kernel", "the protocol model did not run: %s" % res.skipped)

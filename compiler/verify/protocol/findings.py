@@ -8,7 +8,7 @@ on a malformed kernel its findings would be consequences, not causes.
 
 from cake.compiler.v1 import diagnostics_pb2
 
-from compiler.verify import program, simulate
+from compiler.verify.protocol import program, simulate
 from compiler.verify.registry import Finding, rule
 
 C = diagnostics_pb2

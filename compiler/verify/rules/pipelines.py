@@ -2,7 +2,7 @@
 
 from cake.ir.v1 import ir_pb2
 
-from compiler.verify import model
+from compiler.verify.protocol import findings
 from compiler.verify.registry import Finding, rule
 
 
@@ -31,7 +31,7 @@ def ring_shape(ctx):
                           tuple(notes))
 
 
-model.model_rule(
+findings.model_rule(
     "CAKE-PIPE-002", "pipeline",
     "The producer refills a ring slot only after every read of its previous contents (including in-flight wgmma reads, "
     "complete at the following mma_wait) happened before the release it waited for.",
@@ -39,7 +39,7 @@ model.model_rule(
     "(after mma_wait for wgmma operands).",
     "ring_race",
 )
-model.model_rule(
+findings.model_rule(
     "CAKE-PIPE-003", "pipeline",
     "A TMA load into a ring stage signals the barrier of the same slot (stage = round % stages).",
     "Load into stage `round % stages` and signal `full@round(round)` with the same round.",

@@ -1,7 +1,8 @@
 """Data-consistency rules: nothing reads a region nothing writes, reads follow the writes they need,
 async results are read only after their wait, and writes do not race earlier accesses."""
 
-from compiler.verify import exprs, model, oprefs
+from compiler.verify import exprs, oprefs
+from compiler.verify.protocol import findings
 from compiler.verify.registry import Finding, rule
 
 
@@ -45,25 +46,25 @@ def never_written(ctx):
                               (("`%s` is declared here" % name, ctx.region_path(name)),))
 
 
-model.model_rule(
+findings.model_rule(
     "CAKE-DATA-002", "data consistency",
     "No thread reads a region (or accumulates into it) before anything wrote it along the program.",
     "Write the region first (e.g. accumulate only when k > 0, or fill it).",
     "uninit_read",
 )
-model.model_rule(
+findings.model_rule(
     "CAKE-DATA-003", "data consistency",
     "Every read of shared or tensor memory happens after the write it reads (through a barrier wait or sync).",
     "Wait on the barrier the writer completes (the ring's `full` for TMA loads) or sync with the writers before reading.",
     "raw",
 )
-model.model_rule(
+findings.model_rule(
     "CAKE-DATA-005", "data consistency",
     "Results of asynchronous ops (wgmma accumulators, cp.async tiles) are read only after the wait that completes them.",
     "Insert mma_wait (or cp_async_wait) before reading the result.",
     "async_read",
 )
-model.model_rule(
+findings.model_rule(
     "CAKE-DATA-006", "data consistency",
     "A write is ordered after earlier reads and writes of the same location by other op instances.",
     "Synchronize (barrier, block_sync or bulk_wait for TMA stores) between the earlier accesses and this write.",

@@ -6,9 +6,9 @@ proxy. The writing threads must execute fence.proxy.async between their
 writes and the synchronization that orders them before the async read.
 """
 
-from compiler.verify import model
+from compiler.verify.protocol import findings
 
-model.model_rule(
+findings.model_rule(
     "CAKE-DATA-004", "data consistency",
     "Generic-proxy shared writes (copy, fill, elementwise, stmatrix, cp.async) read by TMA stores or tensor-core operands are followed by fence(proxy_async) by the writers before the synchronization that orders them.",
     "Have the writing threads run fence(proxy_async) after their writes and before the barrier that hands the tile to the TMA store or MMA.",

@@ -8,8 +8,8 @@ mma_wait, mma_commit, bulk_wait, cp_async_wait) carry their clocks back.
 
 from cake.ir.v1 import ir_pb2
 
-from compiler.verify import program
-from compiler.verify.memory import MMA_AGENT, STORE_AGENT, TMA_AGENT, Violation, join
+from compiler.verify.protocol import program
+from compiler.verify.protocol.happens_before import MMA_AGENT, STORE_AGENT, TMA_AGENT, Violation, join
 
 MMA_SYNC = ir_pb2.MMA_KIND_MMA_SYNC
 

@@ -232,7 +232,7 @@ class _Compiler:
         n.index, n.spread = None, False
         if msg.HasField("index"):
             # An index over warps or warpgroups need not split thread classes: the model spreads a class's
-            # threads over the barriers their warps reach (sim_sync.named_targets).
+            # threads over the barriers their warps reach (sync_ops.named_targets).
             used = exprs.names(msg.index) & threads.THREAD
             n.spread = bool(used) and used <= _SPREAD
             n.index = self.expr(msg.index, relevant=not n.spread)
