@@ -15,8 +15,9 @@ from hypothesis import strategies as st
 from cake.compiler.v1 import analysis_pb2
 from cake.ir.v1 import ir_pb2
 
-from compiler.analysis import AnalysisError, analyze, sample_kernels
-from compiler.ir import strategies
+from compiler.analysis import AnalysisError, analyze
+from compiler.testing import analysis_kernels
+from compiler.testing import strategies
 from kernels.gemm import schedules as gemm
 from kernels.kda import schedules as kda
 from kernels.kmeans import schedules as kmeans
@@ -34,10 +35,10 @@ SEEDS = [
     kmeans.finalize(),
     knn.topk_sm90a(),
     kda.chunk_fwd_sm90a(),
-    sample_kernels.copy_rows(),
-    sample_kernels.softmax_rows(),
-    sample_kernels.mma_sync_loop(),
-    sample_kernels.persistent_rows(),
+    analysis_kernels.copy_rows(),
+    analysis_kernels.softmax_rows(),
+    analysis_kernels.mma_sync_loop(),
+    analysis_kernels.persistent_rows(),
 ]
 SETTINGS = dict(deadline=None, database=None, suppress_health_check=list(HealthCheck))
 

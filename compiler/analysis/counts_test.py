@@ -2,9 +2,10 @@
 
 import pytest
 
-from compiler.analysis import counts, sample_kernels
+from compiler.analysis import counts
 from compiler.analysis.errors import AnalysisError
 from compiler.ir.builder import KernelBuilder
+from compiler.testing import analysis_kernels
 from kernels.gemm.schedules import gemm_sm90a
 
 
@@ -24,7 +25,7 @@ def test_gemm_block_counts():
 
 
 def test_mma_sync_with_ldmatrix_counts_per_warp_fragments():
-    c = _count(sample_kernels.mma_sync_loop(bm=64, bn=64, bk=32, warps=4), {"M": 64, "N": 64, "K": 256})
+    c = _count(analysis_kernels.mma_sync_loop(bm=64, bn=64, bk=32, warps=4), {"M": 64, "N": 64, "K": 256})
     k_steps = 256 // 32
     assert c["mma:mma_sync:bf16"] == 2 * 64 * 64 * 256  # acc [16, 64] per warp x 4 warps
     # ldmatrix: each warp loads its 16-row A slice and the whole 64-row B tile.
@@ -33,7 +34,7 @@ def test_mma_sync_with_ldmatrix_counts_per_warp_fragments():
 
 
 def test_elementwise_and_reduction_costs():
-    c = _count(sample_kernels.softmax_rows(rows=128, cols=64), {"N": 128})
+    c = _count(analysis_kernels.softmax_rows(rows=128, cols=64), {"N": 128})
     n = 128 * 64
     assert c["fp32"] == n * (1 + 1 + 1)  # max over the row, subtract, scale before ex2
     assert c["sfu"] == n
@@ -99,7 +100,7 @@ def test_symbolic_bounds_use_the_binding_and_bad_steps_are_errors():
 
 
 def test_persistent_loops_count_the_average_block():
-    k = sample_kernels.persistent_rows(rows=128, cols=64)
+    k = analysis_kernels.persistent_rows(rows=128, cols=64)
     per_block, tiles = counts.count(k, {"N": 128 * 1000, **counts.builtins([250])}, launched=250)
     assert tiles == 1000
     assert per_block["read:X"] == pytest.approx(4 * 128 * 64 * 4)  # 1000 / 250 tiles per block

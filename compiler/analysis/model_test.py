@@ -4,7 +4,8 @@ import math
 
 import pytest
 
-from compiler.analysis import AnalysisError, analyze, calibration, features, pipeline, sample_kernels
+from compiler.analysis import AnalysisError, analyze, calibration, features, pipeline
+from compiler.testing import analysis_kernels
 from kernels.gemm.schedules import gemm_sm90a
 from kernels.kmeans import schedules as kmeans
 
@@ -64,7 +65,7 @@ def test_every_stage_is_explained(gemm_report):
 
 
 def test_a_copy_is_memory_bound():
-    r = analyze(sample_kernels.copy_rows(), {"N": 1 << 24})
+    r = analyze(analysis_kernels.copy_rows(), {"N": 1 << 24})
     assert r.bottleneck == "dram" and pipeline.KIND[r.bottleneck] == "memory"
     moved = 2 * (1 << 24) * 64 * 4
     assert r.predicted_seconds == pytest.approx(moved / 4.22e12, rel=0.1)
@@ -75,7 +76,7 @@ def test_the_device_changes_the_prediction(gemm):
     h100 = analyze(gemm, CUBE, device="H100-SXM")
     same = analyze(gemm, CUBE, device="sm_90a/H100-SXM")
     assert h100 == same and h100.device == "sm_90a/H100-SXM"
-    copy = sample_kernels.copy_rows()
+    copy = analysis_kernels.copy_rows()
     assert analyze(copy, {"N": 1 << 24}, device="H100-SXM").predicted_seconds > analyze(copy, {"N": 1 << 24}).predicted_seconds
 
 
@@ -86,7 +87,7 @@ def test_representative_shapes_when_none_are_given(gemm):
 
 
 def test_persistent_kernels_count_tiles_and_fill_once():
-    r = analyze(sample_kernels.persistent_rows(blocks_per_sm=2), {"N": 1 << 20})
+    r = analyze(analysis_kernels.persistent_rows(blocks_per_sm=2), {"N": 1 << 20})
     tiles = (1 << 20) // 128
     assert r.blocks == tiles and r.waves == pytest.approx(tiles / (132 * 2))
     assert "1 fill(s)" in next(s.detail for s in r.stages if s.name == "fill")
@@ -95,7 +96,7 @@ def test_persistent_kernels_count_tiles_and_fill_once():
 
 
 def test_sm80_mma_sync_uses_the_a100():
-    r = analyze(sample_kernels.mma_sync_loop(), CUBE)
+    r = analyze(analysis_kernels.mma_sync_loop(), CUBE)
     assert r.device == "sm_80/A100-SXM4-80GB"
     assert {q.name: q.value for q in r.flops} == {"mma_sync": 2 * 8192**3}
     assert "312 TFLOP/s" in next(s.detail for s in r.stages if s.name == "mma_sync")
@@ -136,15 +137,15 @@ def test_missing_information_is_an_analysis_error(gemm):
         analyze(gemm, device="B200")
     with pytest.raises(AnalysisError, match="not a sm_90a device"):
         analyze(gemm, device="sm_80/A100-SXM4-80GB")
-    k = sample_kernels.copy_rows()
+    k = analysis_kernels.copy_rows()
     del k.launch.grid[:]
     with pytest.raises(AnalysisError, match="kernel.launch.grid: 0 dims"):
         analyze(k)
-    k = sample_kernels.copy_rows()
+    k = analysis_kernels.copy_rows()
     k.launch.grid[0].sym = "G"
     with pytest.raises(AnalysisError, match="kernel.launch.grid\\[0\\]: unbound symbol 'G'"):
         analyze(k)
-    k = sample_kernels.copy_rows()
+    k = analysis_kernels.copy_rows()
     k.target = 0
     with pytest.raises(AnalysisError, match="kernel.target: unspecified"):
         analyze(k)
@@ -157,6 +158,6 @@ def test_a_kernel_that_does_not_fit_is_an_analysis_error():
 
 
 def test_prediction_is_finite_and_positive_for_samples():
-    for make in (sample_kernels.copy_rows, sample_kernels.softmax_rows, sample_kernels.persistent_rows):
+    for make in (analysis_kernels.copy_rows, analysis_kernels.softmax_rows, analysis_kernels.persistent_rows):
         r = analyze(make())
         assert math.isfinite(r.predicted_seconds) and r.predicted_seconds > 0

@@ -1,7 +1,8 @@
 """Tests of shared memory, registers, threads and occupancy."""
 
-from compiler.analysis import resources, sample_kernels, target_db
+from compiler.analysis import resources, target_db
 from compiler.ir.builder import KernelBuilder
+from compiler.testing import analysis_kernels
 from kernels.gemm.schedules import gemm_sm90a
 
 H200 = target_db.device_for("sm_90a")
@@ -41,14 +42,14 @@ def test_role_budgets_pool_registers_with_setmaxnreg():
 
 
 def test_registers_are_estimated_from_register_regions():
-    k = sample_kernels.copy_rows(cols=64)  # 64 f32 per thread + overhead
+    k = analysis_kernels.copy_rows(cols=64)  # 64 f32 per thread + overhead
     assert resources.registers_per_thread(k, H200, setmaxnreg=True) == 64 + resources.REGISTER_OVERHEAD
-    wide = sample_kernels.copy_rows(cols=512)
+    wide = analysis_kernels.copy_rows(cols=512)
     assert resources.registers_per_thread(wide, H200, setmaxnreg=True) == 255  # the hardware cap
 
 
 def test_min_blocks_per_sm_caps_registers():
-    k = sample_kernels.copy_rows(cols=512)
+    k = analysis_kernels.copy_rows(cols=512)
     k.launch.min_blocks_per_sm = 4  # 65536 / (4 x 128) = 128
     assert resources.registers_per_thread(k, H200, setmaxnreg=True) == 128
 

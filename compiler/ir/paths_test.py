@@ -8,8 +8,8 @@ from cake.ir.v1 import ir_pb2
 from hypothesis import given, settings
 
 from compiler.ir import paths
-from compiler.ir.strategies import messages
 from compiler.ir.text import parse_kernel
+from compiler.testing.strategies import messages
 
 GOLDEN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "text", "testdata", "gemm_sm90a.cake")
 

@@ -8,7 +8,7 @@ import grpc
 import pytest
 
 from compiler.service.client import CompilerClient, CompilerServiceError, start_local_server
-from compiler.service.testprograms import copy_program
+from compiler.testing.service_programs import copy_program
 
 CLIENTS = 32
 

@@ -10,9 +10,9 @@ from cake.compiler.v1 import compiler_service_pb2 as pb
 from cake.compiler.v1 import compiler_service_pb2_grpc as pb_grpc
 from cake.ir.v1 import ir_pb2
 
-from compiler.ir import strategies
 from compiler.service.local import LocalServer
-from compiler.service.testprograms import copy_program
+from compiler.testing import strategies
+from compiler.testing.service_programs import copy_program
 
 SETTINGS = dict(deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 

@@ -17,7 +17,7 @@ from grpc_reflection.v1alpha.proto_reflection_descriptor_database import ProtoRe
 
 from compiler.service.client import CompilerClient, CompilerServiceError, start_local_server
 from compiler.service.local import ROOT, LocalServer
-from compiler.service.testprograms import copy_program
+from compiler.testing.service_programs import copy_program
 
 SERVICE = "cake.compiler.v1.CompilerService"
 

@@ -9,8 +9,8 @@ from cake.ir.v1 import ir_pb2
 
 from compiler.ir.text import parse_kernel
 from compiler.service.client import CompilerServiceError, start_local_server
-from compiler.service.testprograms import LAUNCH_LINE, copy_program
 from compiler.targets import TARGETS
+from compiler.testing.service_programs import LAUNCH_LINE, copy_program
 
 
 @pytest.fixture(scope="module")

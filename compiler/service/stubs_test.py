@@ -10,7 +10,7 @@ from cake.compiler.v1 import compiler_service_pb2_grpc as pb_grpc
 
 from compiler.ir.text import parse_kernel
 from compiler.service.local import LocalServer
-from compiler.service.testprograms import copy_program
+from compiler.testing.service_programs import copy_program
 
 MAX_MESSAGE = 1 << 20
 

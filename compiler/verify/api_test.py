@@ -6,9 +6,9 @@ from cake.compiler.v1 import diagnostics_pb2
 from cake.ir.v1 import ir_pb2
 
 from compiler.ir.text import parse_kernel, print_kernel
+from compiler.testing.verifier_kernels import ring
 from compiler.verify import RULES, format_diagnostic, has_errors, registry, report, verify
 from compiler.verify.registry import Finding, Rule
-from compiler.verify.testkernels import ring
 
 
 def test_clean_kernel_has_no_diagnostics():

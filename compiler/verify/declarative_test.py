@@ -6,10 +6,10 @@ import pytest
 from cake.compiler.v1 import diagnostics_pb2
 
 from compiler.ir.expr import E, as_expr
+from compiler.testing.verifier_kernels import ring
 from compiler.verify import features, load_rules, verify
 from compiler.verify.context import Context
 from compiler.verify.declarative import RuleError, rules_from_data
-from compiler.verify.testkernels import ring
 
 UNSWIZZLED = {
     "id": "CAKE-LEARNED-001",

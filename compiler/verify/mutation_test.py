@@ -10,11 +10,11 @@ from cake.compiler.v1 import diagnostics_pb2
 from cake.ir.v1 import ir_pb2
 from hypothesis import HealthCheck, given, settings
 
-from compiler.ir import strategies
 from compiler.ir.text import parse_kernel
+from compiler.testing import strategies
+from compiler.testing.mutations import mutated
+from compiler.testing.verifier_kernels import ring
 from compiler.verify import registry, verify
-from compiler.verify.mutations import mutated
-from compiler.verify.testkernels import ring
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 EXAMPLES = int(os.environ.get("CAKE_MUTATION_EXAMPLES", "1500"))

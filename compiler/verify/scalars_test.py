@@ -4,10 +4,10 @@ in the protocol model (explored taken and not taken; no synchronization under th
 from cake.ir.v1 import ir_pb2
 
 from compiler.ir.expr import E, as_expr
+from compiler.testing.verifier_kernels import data_branch, ring
 from compiler.verify import verify
 from compiler.verify.context import Context
 from compiler.verify.protocol import simulate
-from compiler.verify.testkernels import data_branch, ring
 
 
 def _errors(k):

@@ -9,9 +9,9 @@ from cake.ir.v1 import ir_pb2
 from hypothesis import HealthCheck, given, settings
 
 from compiler.ir import paths
-from compiler.ir.strategies import NAMES, messages
 from compiler.ir.text.parse import parse_kernel
 from compiler.ir.text.printer import print_kernel
+from compiler.testing.strategies import NAMES, messages
 
 GOLDEN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "testdata", "gemm_sm90a.cake")
 PROPERTY = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])

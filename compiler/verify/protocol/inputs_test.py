@@ -1,8 +1,8 @@
 """Valid inputs for the model: smallest valid values, and inputs that run each symbolic loop t trips."""
 
+from compiler.testing.verifier_kernels import ring
 from compiler.verify.context import Context
 from compiler.verify.protocol import inputs
-from compiler.verify.testkernels import ring
 
 
 def test_base_is_the_smallest_valid_input():

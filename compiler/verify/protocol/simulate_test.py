@@ -5,10 +5,10 @@ import pytest
 from cake.ir.v1 import ir_pb2
 
 from compiler.ir.expr import E, as_expr
+from compiler.testing.verifier_kernels import lapping, ring, warpgroup_sync
 from compiler.verify import threads, verify
 from compiler.verify.context import Context
 from compiler.verify.protocol import program, simulate
-from compiler.verify.testkernels import lapping, ring, warpgroup_sync
 
 
 @pytest.mark.parametrize("stages", [1, 2, 3, 4])

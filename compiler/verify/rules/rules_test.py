@@ -7,8 +7,8 @@ import re
 from cake.ir.v1 import ir_pb2
 
 from compiler.ir.expr import as_expr
+from compiler.testing.verifier_kernels import lapping, ring
 from compiler.verify import RULES, verify
-from compiler.verify.testkernels import lapping, ring
 from kernels.gemm.schedules import gemm_sm100a
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..")

@@ -1,6 +1,6 @@
 """Load benchmark of the compiler service: Verify under 16 concurrent clients, Compile on cache hits.
 
-    python -m compiler.service.bench_load [--seconds 10] [--clients 16] [--out benchmarks/results/service_load.json]
+    python -m compiler.testing.bench_service_load [--seconds 10] [--clients 16] [--out benchmarks/results/service_load.json]
 
 Starts a real server process on an ephemeral loopback port with a fresh compile
 cache. Verify: `clients` threads, each with its own channel, send the corpus
@@ -26,7 +26,7 @@ import grpc
 
 from compiler.corpus import corpus
 from compiler.service.client import CompilerClient, start_local_server
-from compiler.service.testprograms import copy_program
+from compiler.testing.service_programs import copy_program
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -135,7 +135,7 @@ def main(argv=None):
             compile_stats = hammer(address, cached_compile, compile_programs, args.clients, args.seconds)
     compile_stats["cold_compile_seconds_each"] = round(cold_seconds / len(compile_programs), 3)
     result = {
-        "benchmark": "compiler/service/bench_load.py",
+        "benchmark": "compiler/testing/bench_service_load.py",
         "date": time.strftime("%Y-%m-%d", time.gmtime()),
         "machine": machine(),
         "server": {"compile_workers": 2, "compile_queue": args.clients, "rpc_threads": 64},

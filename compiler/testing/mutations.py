@@ -2,7 +2,7 @@
 
 `mutated(bases)` draws a copy of one of `bases` with one to a few mutations,
 each at a random message node of the kernel (compiler.ir.paths.walk):
-- set a scalar or enum field (interesting ints, values compiler.ir.strategies
+- set a scalar or enum field (interesting ints, values compiler.testing.strategies
   draws, enum numbers the enum lacks, names taken from the kernel so that
   references move to other declarations);
 - delete, duplicate or swap elements of a repeated field (ops, regions,
@@ -14,7 +14,8 @@ import hypothesis.strategies as st
 from cake.ir.v1 import ir_pb2
 from google.protobuf.descriptor import FieldDescriptor as FD
 
-from compiler.ir import paths, strategies
+from compiler.ir import paths
+from compiler.testing import strategies
 
 INTERESTING = (-1, 0, 1, 2, 3, 4, 7, 8, 16, 31, 32, 64, 100, 127, 128, 255, 256, 1024, 65536, (1 << 31) - 1)
 _INT_TYPES = (FD.TYPE_INT32, FD.TYPE_INT64, FD.TYPE_SINT32, FD.TYPE_SINT64, FD.TYPE_UINT32, FD.TYPE_UINT64)

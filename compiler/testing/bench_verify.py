@@ -1,6 +1,6 @@
 """Benchmark: median verify time of every corpus program (good and known-bad), against the 20 ms target.
 
-    python -m compiler.verify.bench_verify [--runs 50] [--out benchmarks/results/verify_speed.json]
+    python -m compiler.testing.bench_verify [--runs 50] [--out benchmarks/results/verify_speed.json]
 
 Prints one line per program and writes the results with the machine's details as JSON.
 Each program is parsed once; `verify` (with its source map) is timed `--runs` times.
