@@ -21,7 +21,7 @@ from agent import bandit as bandit_mod
 from agent import assess, seeds, tactics as tactics_mod
 from agent.authors.base import Context, Parent
 from agent.genome import Genome
-from agent.rewrites import NotApplicable
+from agent.ir_edit import NotApplicable
 from compiler.ir.hashing import ir_hash
 from compiler.ir.text import parse_kernel, print_kernel
 

@@ -18,7 +18,7 @@ are paid once per SM instead of once per block.
 
 from cake.ir.v1 import ir_pb2
 
-from agent.rewrites import NotApplicable, _bin, _copy, _int, _sym, role_threads, walk_ops
+from agent.ir_edit import NotApplicable, binary, const, copy_kernel, role_threads, sym, walk_ops
 from compiler.ir.paths import walk
 
 TILE, COUNTER = "tile", "it"
@@ -81,8 +81,8 @@ def _continue_rings(ops, loops, ring_barriers, ring_regions):
             if len(used) != 1:
                 raise NotApplicable("a ring reference outside one loop over its rounds")
             var = used.pop()
-            _substitute(target, {var: _bin(ir_pb2.BINARY_OP_ADD, _bin(ir_pb2.BINARY_OP_MUL, _sym(COUNTER),
-                                                                       _expr_copy(loops[var])), _sym(var))})
+            offset = binary(ir_pb2.BINARY_OP_MUL, sym(COUNTER), _expr_copy(loops[var]))
+            _substitute(target, {var: binary(ir_pb2.BINARY_OP_ADD, offset, sym(var))})
 
 
 def _resident(kernel, ring_regions):
@@ -116,11 +116,11 @@ def persistent(kernel):
     taken = {op.loop.var for r in kernel.roles for _, _, op in walk_ops(r.body) if op.WhichOneof("kind") == "loop"}
     if {TILE, COUNTER} & taken:
         raise NotApplicable("loop variables %s are taken" % sorted({TILE, COUNTER} & taken))
-    out = _copy(kernel)
+    out = copy_kernel(kernel)
     x = _expr_copy(grid[0])
-    total = _expr_copy(x) if len(grid) == 1 else _bin(ir_pb2.BINARY_OP_MUL, _expr_copy(x), _expr_copy(grid[1]))
-    blocks = {"block.x": _bin(ir_pb2.BINARY_OP_MOD, _sym(TILE), x),
-              "block.y": _bin(ir_pb2.BINARY_OP_DIV, _sym(TILE), x) if len(grid) == 2 else _int(0)}
+    total = _expr_copy(x) if len(grid) == 1 else binary(ir_pb2.BINARY_OP_MUL, _expr_copy(x), _expr_copy(grid[1]))
+    blocks = {"block.x": binary(ir_pb2.BINARY_OP_MOD, sym(TILE), x),
+              "block.y": binary(ir_pb2.BINARY_OP_DIV, sym(TILE), x) if len(grid) == 2 else const(0)}
     ring_barriers = {name for p in out.pipelines for name in (p.full, p.empty)}
     ring_regions = {name for p in out.pipelines for name in p.regions}
     resident = _resident(out, ring_regions)
@@ -132,7 +132,7 @@ def persistent(kernel):
         for op in work:
             _substitute(op, blocks)
         _continue_rings(work, {}, ring_barriers, ring_regions)
-        loop = ir_pb2.Loop(var=TILE, start=_int(0), end=total, kind=ir_pb2.LOOP_KIND_PERSISTENT, counter=COUNTER,
+        loop = ir_pb2.Loop(var=TILE, start=const(0), end=total, kind=ir_pb2.LOOP_KIND_PERSISTENT, counter=COUNTER,
                            body=work)
         del role.body[split:]
         role.body.add(loop=loop)
@@ -156,7 +156,7 @@ def _ring_of_one(kernel, region, full, producer):
             for ref in _ring_refs(op):
                 if isinstance(ref, ir_pb2.BarrierRef) and ref.barrier == full:
                     ref.ClearField("index")
-                    ref.round.CopyFrom(_sym(COUNTER))
+                    ref.round.CopyFrom(sym(COUNTER))
             if op.WhichOneof("kind") == "mbarrier_wait" and op.mbarrier_wait.barrier.barrier == full:
                 op.mbarrier_wait.ClearField("phase")
                 if role.name not in consumers:
@@ -171,7 +171,7 @@ def _ring_of_one(kernel, region, full, producer):
         if last is None:
             raise NotApplicable("role %r waits for %r but never reads it" % (role.name, region))
         tiles.insert(last + 1, ir_pb2.Op(mbarrier_arrive=ir_pb2.MbarrierArrive(
-            barrier=ir_pb2.BarrierRef(barrier=empty, round=_sym(COUNTER)))))
+            barrier=ir_pb2.BarrierRef(barrier=empty, round=sym(COUNTER)))))
     kernel.barriers.add(name=empty, kind=ir_pb2.BARRIER_KIND_MBARRIER, count=1,
                         arrivals=sum(role_threads(r) for r in consumers))
     kernel.pipelines.add(name=region + "_ring", stages=1, full=full, empty=empty, regions=[region], producer=producer,
@@ -184,7 +184,7 @@ def _before_expect(ops, full, empty):
     for body, i, op in list(walk_ops(ops)):
         if op.WhichOneof("kind") == "mbarrier_expect_tx" and op.mbarrier_expect_tx.barrier.barrier == full:
             body.insert(i, ir_pb2.Op(mbarrier_wait=ir_pb2.MbarrierWait(
-                barrier=ir_pb2.BarrierRef(barrier=empty, round=_sym(COUNTER)))))
+                barrier=ir_pb2.BarrierRef(barrier=empty, round=sym(COUNTER)))))
             return
     raise NotApplicable("no expect_tx on %r to wait before" % full)
 

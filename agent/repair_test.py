@@ -8,7 +8,7 @@ from agent import genome as genome_mod
 from agent import tactics
 from agent.learn import knowledge
 from agent.repair import RepairMap
-from agent.rewrites import NotApplicable
+from agent.ir_edit import NotApplicable
 from compiler.verify import has_errors, verify
 
 FIXED = {"d": 128, "dtype": "bf16"}

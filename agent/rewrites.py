@@ -11,6 +11,21 @@ knowledge/tactics.json uses to the functions.
 
 from cake.ir.v1 import ir_pb2
 
+from agent.ir_edit import (
+    NotApplicable,
+    binary,
+    const,
+    copy_kernel,
+    equal,
+    find_region,
+    find_role,
+    logical_and,
+    role_threads,
+    sym,
+    walk_ops,
+)
+from agent.persistent import persistent
+
 REGISTER_FILE = 65536  # 32-bit registers per SM (sm_80 .. sm_100a)
 SETMAXNREG_MIN, SETMAXNREG_MAX = 24, 256
 SWIZZLE_SPAN = {
@@ -23,46 +38,6 @@ SWIZZLE_BY_NAME = {"none": ir_pb2.SWIZZLE_NONE_UNSPECIFIED, "32b": ir_pb2.SWIZZL
                    "128b": ir_pb2.SWIZZLE_128B}
 ELEMENT_BYTES = {ir_pb2.DTYPE_BF16: 2, ir_pb2.DTYPE_F16: 2, ir_pb2.DTYPE_F32: 4, ir_pb2.DTYPE_FP8_E4M3: 1,
                  ir_pb2.DTYPE_I8: 1, ir_pb2.DTYPE_I32: 4}
-
-
-class NotApplicable(Exception):
-    """The rewrite has nothing to change in this kernel; the message says why."""
-
-
-def _copy(kernel):
-    out = ir_pb2.Kernel()
-    out.CopyFrom(kernel)
-    return out
-
-
-def walk_ops(ops):
-    """(list, index, op) for every op of a body, nested bodies included, in program order."""
-    for i, op in enumerate(ops):
-        yield ops, i, op
-        kind = op.WhichOneof("kind")
-        if kind == "loop":
-            yield from walk_ops(op.loop.body)
-        elif kind == "branch":
-            yield from walk_ops(op.branch.then_body)
-            yield from walk_ops(op.branch.else_body)
-
-
-def _role(kernel, name):
-    for role in kernel.roles:
-        if role.name == name:
-            return role
-    raise NotApplicable("no role %r" % name)
-
-
-def _region(kernel, name):
-    for region in kernel.regions:
-        if region.name == name:
-            return region
-    raise NotApplicable("no region %r" % name)
-
-
-def role_threads(role):
-    return 128 * role.warpgroups if role.WhichOneof("size") == "warpgroups" else 32 * role.warps
 
 
 def block_threads(kernel):
@@ -86,8 +61,8 @@ def registers(kernel, role, value):
     value = int(value)
     if value % 8 or not SETMAXNREG_MIN <= value <= SETMAXNREG_MAX:
         raise NotApplicable("%d is not a setmaxnreg value" % value)
-    out = _copy(kernel)
-    target = _role(out, role)
+    out = copy_kernel(kernel)
+    target = find_role(out, role)
     if target.registers == value:
         raise NotApplicable("role %r already has %d registers" % (role, value))
     target.registers = value
@@ -104,7 +79,7 @@ def rebalance_registers(kernel, producer=24, cap=240):
     """Give producers `producer` registers and share the rest of the launch's allocation among
     the other budgeted roles (setmaxnreg moves registers within the block's allocation)."""
     _check_setmaxnreg(kernel)
-    out = _copy(kernel)
+    out = copy_kernel(kernel)
     budgeted = [r for r in out.roles if r.registers]
     if not budgeted:
         raise NotApplicable("no role has a register budget")
@@ -129,8 +104,8 @@ def rebalance_registers(kernel, producer=24, cap=240):
 
 def swizzle(kernel, region, mode):
     """Change a swizzled shared region's swizzle (TMA and wgmma read the same pattern)."""
-    out = _copy(kernel)
-    target = _region(out, region)
+    out = copy_kernel(kernel)
+    target = find_region(out, region)
     if target.space != ir_pb2.MEMORY_SPACE_SHARED:
         raise NotApplicable("region %r is not shared memory" % region)
     want = SWIZZLE_BY_NAME.get(mode)
@@ -156,7 +131,7 @@ def _wgmmas(kernel):
 
 def instr_n(kernel, n):
     """Set the N of every wgmma instruction (m64nNk16); 0 lets lowering pick the widest."""
-    out = _copy(kernel)
+    out = copy_kernel(kernel)
     regions = {r.name: r for r in out.regions}
     mmas = list(_wgmmas(out))
     if not mmas:
@@ -179,7 +154,7 @@ def instr_n(kernel, n):
 
 def unroll(kernel, var, factor):
     """Set the unroll factor of the loops over `var` (0: leave it to nvcc, 1: never unroll)."""
-    out = _copy(kernel)
+    out = copy_kernel(kernel)
     loops = [op.loop for role in out.roles for _, _, op in walk_ops(role.body)
              if op.WhichOneof("kind") == "loop" and op.loop.var == var
              and op.loop.kind == ir_pb2.LOOP_KIND_SERIAL_UNSPECIFIED]
@@ -198,7 +173,7 @@ def min_blocks(kernel, n):
         raise NotApplicable("a persistent launch sizes its grid from min_blocks_per_sm")
     if max(1, kernel.launch.min_blocks_per_sm) == n:
         raise NotApplicable("already %d blocks per SM" % n)
-    out = _copy(kernel)
+    out = copy_kernel(kernel)
     out.launch.min_blocks_per_sm = n
     return out
 
@@ -211,7 +186,7 @@ def defer_lane_reduction(kernel):
     and one `lanes` merge of the running values after the loop gives the same winner (ties
     still go to the smaller index).
     """
-    out = _copy(kernel)
+    out = copy_kernel(kernel)
     changed = False
     for role in out.roles:
         for ops, i, op in list(walk_ops(role.body)):
@@ -236,7 +211,7 @@ def defer_lane_reduction(kernel):
 
 def split_reduction(kernel, parts):
     """Split each whole-tile wgmma's reduction (K) dimension into `parts` MMAs over windows of it."""
-    out = _copy(kernel)
+    out = copy_kernel(kernel)
     regions = {r.name: r for r in out.regions}
     changed = False
     for role in out.roles:
@@ -293,7 +268,7 @@ def elect_release(kernel, barrier="release_sync"):
     Each warpgroup first meets at its own named barrier (so every thread's reads of the
     slot are done), then one elected thread of its first warp arrives on `empty`.
     """
-    out = _copy(kernel)
+    out = copy_kernel(kernel)
     barriers = {b.name: b for b in out.barriers}
     if barrier in barriers:
         raise NotApplicable("barrier %r exists already" % barrier)
@@ -301,7 +276,7 @@ def elect_release(kernel, barrier="release_sync"):
     for pipe in out.pipelines:
         empty = barriers.get(pipe.empty)
         for name in pipe.consumers:
-            role = _role(out, name)
+            role = find_role(out, name)
             if role.WhichOneof("size") != "warpgroups" or empty is None or empty.arrivals != role_threads(role):
                 continue
             sites = [(ops, i) for ops, i, op in walk_ops(role.body) if op.WhichOneof("kind") == "mbarrier_arrive"
@@ -311,8 +286,8 @@ def elect_release(kernel, barrier="release_sync"):
             for ops, i in reversed(sites):
                 arrive = ir_pb2.Op()
                 arrive.CopyFrom(ops[i])
-                leader = _and(_eq(_bin(ir_pb2.BINARY_OP_MOD, _sym("warp"), _int(4)), _int(0)), _sym("elected"))
-                ops[i].CopyFrom(ir_pb2.Op(named_barrier_sync=ir_pb2.NamedBarrierSync(barrier=barrier, index=_sym("warpgroup"))))
+                leader = logical_and(equal(binary(ir_pb2.BINARY_OP_MOD, sym("warp"), const(4)), const(0)), sym("elected"))
+                ops[i].CopyFrom(ir_pb2.Op(named_barrier_sync=ir_pb2.NamedBarrierSync(barrier=barrier, index=sym("warpgroup"))))
                 ops.insert(i + 1, ir_pb2.Op(branch=ir_pb2.Branch(cond=leader, then_body=[arrive])))
             empty.arrivals = role.warpgroups
             out.barriers.add(name=barrier, kind=ir_pb2.BARRIER_KIND_NAMED, count=role.warpgroups, arrivals=128)
@@ -325,26 +300,6 @@ def elect_release(kernel, barrier="release_sync"):
     return out
 
 
-def _sym(name):
-    return ir_pb2.Expr(sym=name)
-
-
-def _int(v):
-    return ir_pb2.Expr(int=v)
-
-
-def _bin(op, lhs, rhs):
-    return ir_pb2.Expr(binary=ir_pb2.BinaryExpr(op=op, lhs=lhs, rhs=rhs))
-
-
-def _eq(lhs, rhs):
-    return _bin(ir_pb2.BINARY_OP_EQ, lhs, rhs)
-
-
-def _and(lhs, rhs):
-    return _bin(ir_pb2.BINARY_OP_AND, lhs, rhs)
-
-
 REWRITES = {
     "registers": registers,
     "rebalance_registers": rebalance_registers,
@@ -355,11 +310,8 @@ REWRITES = {
     "defer_lane_reduction": defer_lane_reduction,
     "split_reduction": split_reduction,
     "elect_release": elect_release,
+    "persistent": persistent,
 }
-
-from agent.persistent import persistent  # noqa: E402  (it builds on the helpers above)
-
-REWRITES["persistent"] = persistent
 
 
 def apply(kernel, name, args):

@@ -6,7 +6,7 @@ neighbourhood is explored, not that the tactic is bad.
 
 from agent import tactics as tactics_mod
 from agent.authors.base import Proposal
-from agent.rewrites import NotApplicable
+from agent.ir_edit import NotApplicable
 
 
 class SearchAuthor:

@@ -10,7 +10,7 @@ shape of the contract. Device time is each job's elapsed time in its worker.
 import dataclasses
 
 from agent.measure.result import Measured
-from agent.rewrites import walk_ops
+from agent.ir_edit import walk_ops
 
 TIMING = {"warmup": 5, "reps": 30, "flush_factor": 2.0, "input_sets": 2}
 PEERS = ("flashlib", "flash-kmeans")

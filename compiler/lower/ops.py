@@ -1,25 +1,10 @@
-"""The op printer table: op kind -> function(emitter, op message, IR path).
+"""The op printer table: op kind -> function(emitter, op message, IR path), every family's printers.
 
 Families live in ops_control.py, ops_sync.py, ops_movement.py, ops_matrix.py and
-ops_math.py; each registers its printers with @printer("kind").
+ops_math.py; each registers its printers in op_printers.py with @printer("kind").
 """
 
-PRINTERS = {}
+from compiler.lower import ops_control, ops_math, ops_matrix, ops_movement, ops_sync  # noqa: F401  (registrations)
+from compiler.lower.op_printers import PRINTERS
 
-
-def printer(kind):
-    def register(fn):
-        if kind in PRINTERS:
-            raise ValueError("two printers for op %r" % kind)
-        PRINTERS[kind] = fn
-        return fn
-
-    return register
-
-
-def _load_families():
-    # Imported for their registrations.
-    from compiler.lower import ops_control, ops_math, ops_matrix, ops_movement, ops_sync  # noqa: F401
-
-
-_load_families()
+__all__ = ["PRINTERS"]

@@ -4,7 +4,7 @@ from cake.ir.v1 import ir_pb2
 
 from compiler.lower.cexpr import ident, nonneg
 from compiler.lower.context import LoweringError
-from compiler.lower.ops import printer
+from compiler.lower.op_printers import printer
 
 
 @printer("loop")

@@ -14,7 +14,7 @@ from cake.ir.v1 import ir_pb2
 from compiler.lower.access import GlobalAccess, SharedAccess
 from compiler.lower.context import LoweringError
 from compiler.lower.fragments import Fragment
-from compiler.lower.ops import printer
+from compiler.lower.op_printers import printer
 
 EW = ir_pb2.ElementwiseOp
 _EW = {

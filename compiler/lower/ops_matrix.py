@@ -13,7 +13,8 @@ from cake.ir.v1 import ir_pb2
 from compiler.ir.expr import constant
 from compiler.lower.context import LoweringError
 from compiler.lower.fragments import Fragment
-from compiler.lower.ops import printer
+from compiler.lower.op_printers import printer
+from compiler.lower.ops_sync import barrier_pointer
 
 _DESC_SWIZZLE = {0: "None", 32: "B32", 64: "B64", 128: "B128"}
 _OPERAND_DTYPES = {ir_pb2.DTYPE_BF16: "bf16", ir_pb2.DTYPE_F16: "f16"}
@@ -234,8 +235,6 @@ def mma_wait(em, op, path):
 
 @printer("mma_commit")
 def mma_commit(em, op, path):
-    from compiler.lower.ops_sync import barrier_pointer
-
     em.w.line("cake::tcgen05::commit(%s);" % barrier_pointer(em, op.barrier, path + ".barrier"))
 
 

@@ -10,7 +10,8 @@ from cake.ir.v1 import ir_pb2
 from compiler.lower.access import GlobalAccess, SharedAccess
 from compiler.lower.context import LoweringError
 from compiler.lower.fragments import Fragment
-from compiler.lower.ops import printer
+from compiler.lower.op_printers import printer
+from compiler.lower.ops_matrix import load_operand_fragment, store_accumulator_fragment
 from compiler.lower.ops_sync import barrier_pointer
 
 
@@ -179,13 +180,9 @@ def _store_pairs(em, frag, dst):
 
 @printer("ldmatrix")
 def ldmatrix(em, op, path):
-    from compiler.lower.ops_matrix import load_operand_fragment
-
     load_operand_fragment(em, op.src, op.dst, op.transpose, path)
 
 
 @printer("stmatrix")
 def stmatrix(em, op, path):
-    from compiler.lower.ops_matrix import store_accumulator_fragment
-
     store_accumulator_fragment(em, op.src, op.dst, op.transpose, path)

@@ -8,7 +8,7 @@ barrier (a fresh slot counts as released).
 
 from compiler.ir import phases
 from compiler.lower.context import LoweringError
-from compiler.lower.ops import printer
+from compiler.lower.op_printers import printer
 
 
 def barrier_pointer(em, ref, path):

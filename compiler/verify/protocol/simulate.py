@@ -28,7 +28,7 @@ it. `run(ctx)` returns a ModelResult.
 
 from cake.ir.v1 import ir_pb2
 
-from compiler.verify import exprs, threads
+from compiler.verify import exprs, oprefs, threads
 from compiler.verify.protocol import program
 from compiler.verify.protocol.data_ops import MMA_SYNC, DataOps
 from compiler.verify.protocol.happens_before import (
@@ -396,8 +396,6 @@ def _noop(r, node):
 
 def _writer_roles(ctx):
     """Region index -> roles that write it (to tell a race from a read of never-written data)."""
-    from compiler.verify import oprefs
-
     out = {}
     for site in ctx.ops:
         for _, ref, access in oprefs.tiles(site.kind, site.msg) if site.msg is not None else ():
