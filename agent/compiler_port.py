@@ -19,7 +19,7 @@ import dataclasses
 from cake.compiler.v1 import diagnostics_pb2
 
 from compiler import analysis
-from compiler.analysis import pipeline
+from compiler.analysis import roofline
 from compiler.verify import verify as run_verifier
 
 ANALYSIS_ID = "CAKE-ANALYSIS-001"
@@ -62,7 +62,7 @@ def _recalibrated(report, features, calibration):
     """`report` with the prediction of `calibration` when the agent has a refitted one."""
     if calibration is None or report is None or not features:
         return report
-    report.predicted_seconds = pipeline.predict(features, calibration.constants).seconds
+    report.predicted_seconds = roofline.predict(features, calibration.constants).seconds
     report.calibration = calibration.version
     return report
 

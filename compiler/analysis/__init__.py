@@ -14,7 +14,7 @@ docs/cost_model.md.
 """
 
 from compiler.analysis import calibration as _calibration
-from compiler.analysis import model as _model
+from compiler.analysis import cost_model
 from compiler.analysis.errors import AnalysisError
 
 __all__ = ["AnalysisError", "analyze", "features"]
@@ -32,9 +32,9 @@ def analyze(kernel, shapes=None, device=None, calibration=None):
     values) on `device` (a device name or "target/name"; the target's default when None),
     under `calibration` (a calibration.Calibration; calibration.json when None)."""
     cal = calibration or _calibration.load()
-    return _guarded(lambda: _model.report(_model.measure(kernel, shapes, device), cal))
+    return _guarded(lambda: cost_model.report(cost_model.measure(kernel, shapes, device), cal))
 
 
 def features(kernel, shapes=None, device=None):
     """The pipeline features of `kernel` at `shapes` on `device` (see analyze), for calibration."""
-    return dict(_guarded(lambda: _model.measure(kernel, shapes, device).features))
+    return dict(_guarded(lambda: cost_model.measure(kernel, shapes, device).features))

@@ -21,7 +21,7 @@ import types
 
 import numpy as np
 
-from compiler.analysis import pipeline
+from compiler.analysis import roofline
 
 CALIBRATION_JSON = os.path.join(os.path.dirname(os.path.abspath(__file__)), "calibration.json")
 
@@ -98,7 +98,7 @@ def save(calibration, path):
 
 def _log_errors(measurements, constants):
     return np.array(
-        [math.log(pipeline.predict(features, constants).seconds / seconds) for features, seconds in measurements]
+        [math.log(roofline.predict(features, constants).seconds / seconds) for features, seconds in measurements]
     )
 
 

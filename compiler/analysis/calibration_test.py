@@ -4,7 +4,7 @@ import random
 
 import pytest
 
-from compiler.analysis import calibration, pipeline
+from compiler.analysis import calibration, roofline
 
 # Constants a synthetic "device" really has, away from the defaults.
 TRUE = {"eff_wgmma": 0.62, "eff_dram": 0.85, "launch_scale": 1.6, "overlap_specialized": 0.75, "l2_miss_fraction": 0.25}
@@ -31,7 +31,7 @@ def _synthetic(n, seed, noise=0.0):
             "l2_s": scale * rng.uniform(0, 0.5),
             "specialized": rng.choice([0, 1]),
         }
-        seconds = pipeline.predict(features, true).seconds * (1 + rng.gauss(0, noise))
+        seconds = roofline.predict(features, true).seconds * (1 + rng.gauss(0, noise))
         out.append((features, seconds))
     return out
 
@@ -43,7 +43,7 @@ def test_default_file_loads_with_a_version_and_bounds():
         lo, hi = cal.bounds[name]
         assert 0 < lo <= value <= hi and cal.docs[name]
     # Every constant the formula reads is in the file.
-    pipeline.predict({name: 1.0 for name in pipeline.FEATURES}, cal.constants)
+    roofline.predict({name: 1.0 for name in roofline.FEATURES}, cal.constants)
 
 
 def test_fit_recovers_known_constants():

@@ -2,7 +2,7 @@
 
 `measure` gathers everything calibration-free: the shape binding, per-block
 resources and occupancy, the launch geometry, work counts and the pipeline
-features (pipeline.FEATURES). `report` applies calibration constants through the
+features (roofline.FEATURES). `report` applies calibration constants through the
 pipeline formula and fills an analysis_pb2.CostReport with the prediction, one
 StageCost per stage used (with how its figure was derived) and the bottleneck.
 """
@@ -14,7 +14,7 @@ from cake.compiler.v1 import analysis_pb2
 from cake.ir.v1 import ir_pb2
 
 from compiler import targets
-from compiler.analysis import binding, counts, pipeline, resources, target_db, tiles
+from compiler.analysis import counts, occupancy, roofline, shape_binding, target_db, tiles
 from compiler.analysis.errors import AnalysisError, as_float, evaluate
 from compiler.ir import enums
 
@@ -95,13 +95,13 @@ def measure(kernel, shapes=None, device=None):
     """Everything about `kernel` at `shapes` on `device` that does not depend on calibration."""
     target = _target(kernel)
     dev = _device(target, device)
-    env = binding.bind(kernel, shapes)
-    threads = resources.threads_per_block(kernel)
+    env = shape_binding.bind(kernel, shapes)
+    threads = occupancy.threads_per_block(kernel)
     if threads == 0:
         raise AnalysisError("kernel.roles: no threads; declare roles with warps or warpgroups")
-    shared = resources.shared_bytes_per_block(kernel)
-    registers = resources.registers_per_thread(kernel, dev, target.has("setmaxnreg"))
-    occ = resources.occupancy(dev, shared, registers, threads)
+    shared = occupancy.shared_bytes_per_block(kernel)
+    registers = occupancy.registers_per_thread(kernel, dev, target.has("setmaxnreg"))
+    occ = occupancy.occupancy(dev, shared, registers, threads)
     if occ.blocks_per_sm == 0:
         raise AnalysisError(
             "kernel does not fit on one SM of %s: limited by %s (%d B shared, %d registers x %d threads per block)"
@@ -151,7 +151,7 @@ def _traffic(kernel, env, totals):
 
 
 def _features(kernel, dev, totals, traffic, rounds, fill_waves):
-    """pipeline.FEATURES of the counted work on `dev`."""
+    """roofline.FEATURES of the counted work on `dev`."""
     reach, sm_cycles = dev.hbm_reachable_bytes_per_s, dev.sms * dev.clock_hz
     f = {
         "launch_s": dev.launch_overhead_us * 1e-6,
@@ -181,7 +181,7 @@ def _features(kernel, dev, totals, traffic, rounds, fill_waves):
 
 def _flops(totals):
     by_family = collections.OrderedDict()
-    for family in pipeline.MMA_FAMILIES:
+    for family in roofline.MMA_FAMILIES:
         by_family[family] = sum(v for k, v in totals.items() if k.startswith("mma:%s:" % family))
     by_family["fp32"] = totals.get("fp32", 0.0)
     by_family["sfu"] = totals.get("sfu", 0.0)
@@ -224,7 +224,7 @@ def _details(m, c):
         "atomic": "%.4g atomics + %.4g warp-aggregated / %.3g, x %.3g cycles per element per SM"
         % (t.get("atomic", 0.0), t.get("atomic_aggregated", 0.0), c["warp_aggregation_factor"], c["atomic_cycles_per_element"]),
     }
-    for family in pipeline.MMA_FAMILIES:
+    for family in roofline.MMA_FAMILIES:
         parts = [
             "%.4g flop %s at %.4g TFLOP/s" % (v, k.split(":")[2], _peak(dev, family, k.split(":")[2]) / 1e12)
             for k, v in sorted(t.items())
@@ -237,7 +237,7 @@ def _details(m, c):
 def report(m, calibration):
     """The CostReport of a Measured kernel under a Calibration."""
     c = calibration.constants
-    prediction = pipeline.predict(m.features, c)
+    prediction = roofline.predict(m.features, c)
     if not math.isfinite(prediction.seconds):
         raise AnalysisError("the predicted time overflows: check tile shapes and loop bounds")
     details = _details(m, c)
@@ -271,5 +271,5 @@ def report(m, calibration):
     used = [s for s in prediction.stages if s.seconds > 0 or s.name == "launch"]
     for s in used:
         r.stages.add(name=s.name, seconds=s.seconds, utilization=s.peak_seconds / prediction.seconds, detail=details[s.name])
-    r.bottleneck = pipeline.bottleneck(used)
+    r.bottleneck = roofline.bottleneck(used)
     return r

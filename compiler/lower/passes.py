@@ -1,4 +1,4 @@
-"""The lowering pipeline: a flat, named list of passes over one Context.
+"""The lowering passes: a flat, named list of passes over one Context.
 
     layout_roles        warp ranges of roles, threads per block
     layout_shared       shared-memory offsets of regions and mbarriers (1024 B-aligned tiles)

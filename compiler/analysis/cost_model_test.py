@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from compiler.analysis import AnalysisError, analyze, calibration, features, pipeline
+from compiler.analysis import AnalysisError, analyze, calibration, features, roofline
 from compiler.testing import analysis_kernels
 from kernels.gemm.schedules import gemm_sm90a
 from kernels.kmeans import schedules as kmeans
@@ -26,7 +26,7 @@ def test_gemm_8192_is_compute_bound_in_the_measured_range(gemm_report):
     r = gemm_report
     assert r.device == "sm_90a/H200"
     assert r.bottleneck == "wgmma"
-    assert pipeline.KIND[r.bottleneck] == "compute"
+    assert roofline.KIND[r.bottleneck] == "compute"
     assert 1.3e-3 < r.predicted_seconds < 2.2e-3
     # cuBLAS measured 692-790 TFLOP/s on this machine: the prediction lands near it.
     assert 600 < 2 * 8192**3 / r.predicted_seconds / 1e12 < 850
@@ -66,7 +66,7 @@ def test_every_stage_is_explained(gemm_report):
 
 def test_a_copy_is_memory_bound():
     r = analyze(analysis_kernels.copy_rows(), {"N": 1 << 24})
-    assert r.bottleneck == "dram" and pipeline.KIND[r.bottleneck] == "memory"
+    assert r.bottleneck == "dram" and roofline.KIND[r.bottleneck] == "memory"
     moved = 2 * (1 << 24) * 64 * 4
     assert r.predicted_seconds == pytest.approx(moved / 4.22e12, rel=0.1)
     assert not r.flops
@@ -127,8 +127,8 @@ def test_calibration_constants_drive_the_prediction(gemm, gemm_report):
 
 def test_features_reproduce_the_report(gemm, gemm_report):
     f = features(gemm, CUBE)
-    assert set(f) <= set(pipeline.FEATURES)
-    assert pipeline.predict(f, calibration.load().constants).seconds == gemm_report.predicted_seconds
+    assert set(f) <= set(roofline.FEATURES)
+    assert roofline.predict(f, calibration.load().constants).seconds == gemm_report.predicted_seconds
     assert f["specialized"] == 1.0 and f["fill_stages"] == 4.0
 
 

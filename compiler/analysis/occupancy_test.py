@@ -1,6 +1,6 @@
 """Tests of shared memory, registers, threads and occupancy."""
 
-from compiler.analysis import resources, target_db
+from compiler.analysis import occupancy, target_db
 from compiler.ir.builder import KernelBuilder
 from compiler.testing import analysis_kernels
 from kernels.gemm.schedules import gemm_sm90a
@@ -16,48 +16,48 @@ def test_shared_memory_is_lowerings_layout():
     k.registers("r", "f32", [64], layout="per_thread", owner="x")  # not shared
     k.mbarrier("full", arrivals=1, count=2)
     k.named_barrier("nb", threads=128)  # hardware, not shared memory
-    assert resources.shared_bytes_per_block(k.build()) == 2048 + 2 * 64 * 64 * 2 + 2 * 8
+    assert occupancy.shared_bytes_per_block(k.build()) == 2048 + 2 * 64 * 64 * 2 + 2 * 8
 
 
 def test_gemm_ring_of_four_128x256x64_stages_allows_one_block_per_sm():
     k = gemm_sm90a()
-    shared = resources.shared_bytes_per_block(k)
-    registers = resources.registers_per_thread(k, H200, setmaxnreg=True)
-    occ = resources.occupancy(H200, shared, registers, resources.threads_per_block(k))
+    shared = occupancy.shared_bytes_per_block(k)
+    registers = occupancy.registers_per_thread(k, H200, setmaxnreg=True)
+    occ = occupancy.occupancy(H200, shared, registers, occupancy.threads_per_block(k))
     assert (occ.blocks_per_sm, occ.limiter) == (1, "shared")
     assert occ.limits["shared"] == 1 and occ.limits["threads"] == 5
 
 
 def test_two_stage_ring_is_limited_by_registers():
     k = gemm_sm90a(bm=128, bn=128, stages=2)
-    shared = resources.shared_bytes_per_block(k)  # 64 KB: three blocks would fit
-    occ = resources.occupancy(H200, shared, 168, 384)
+    shared = occupancy.shared_bytes_per_block(k)  # 64 KB: three blocks would fit
+    occ = occupancy.occupancy(H200, shared, 168, 384)
     assert (occ.blocks_per_sm, occ.limiter) == (1, "registers")
 
 
 def test_role_budgets_pool_registers_with_setmaxnreg():
     k = gemm_sm90a()
-    assert resources.registers_per_thread(k, H200, setmaxnreg=True) == 168  # (128 x 40 + 256 x 232) / 384
-    assert resources.registers_per_thread(k, H200, setmaxnreg=False) == 232  # every thread gets the most
+    assert occupancy.registers_per_thread(k, H200, setmaxnreg=True) == 168  # (128 x 40 + 256 x 232) / 384
+    assert occupancy.registers_per_thread(k, H200, setmaxnreg=False) == 232  # every thread gets the most
 
 
 def test_registers_are_estimated_from_register_regions():
     k = analysis_kernels.copy_rows(cols=64)  # 64 f32 per thread + overhead
-    assert resources.registers_per_thread(k, H200, setmaxnreg=True) == 64 + resources.REGISTER_OVERHEAD
+    assert occupancy.registers_per_thread(k, H200, setmaxnreg=True) == 64 + occupancy.REGISTER_OVERHEAD
     wide = analysis_kernels.copy_rows(cols=512)
-    assert resources.registers_per_thread(wide, H200, setmaxnreg=True) == 255  # the hardware cap
+    assert occupancy.registers_per_thread(wide, H200, setmaxnreg=True) == 255  # the hardware cap
 
 
 def test_min_blocks_per_sm_caps_registers():
     k = analysis_kernels.copy_rows(cols=512)
     k.launch.min_blocks_per_sm = 4  # 65536 / (4 x 128) = 128
-    assert resources.registers_per_thread(k, H200, setmaxnreg=True) == 128
+    assert occupancy.registers_per_thread(k, H200, setmaxnreg=True) == 128
 
 
 def test_threads_and_block_limits():
-    assert resources.occupancy(H200, 0, 32, 2048).limiter == "threads"
-    assert resources.occupancy(H200, 0, 32, 2048).blocks_per_sm == 0  # over 1024 threads per block
-    small = resources.occupancy(H200, 0, 16, 32)
+    assert occupancy.occupancy(H200, 0, 32, 2048).limiter == "threads"
+    assert occupancy.occupancy(H200, 0, 32, 2048).blocks_per_sm == 0  # over 1024 threads per block
+    small = occupancy.occupancy(H200, 0, 16, 32)
     assert (small.blocks_per_sm, small.limiter) == (32, "blocks")
-    too_big = resources.occupancy(H200, H200.shared_per_block_bytes + 1, 32, 128)
+    too_big = occupancy.occupancy(H200, H200.shared_per_block_bytes + 1, 32, 128)
     assert (too_big.blocks_per_sm, too_big.limiter) == (0, "shared")

@@ -2,7 +2,7 @@
 
 import pytest
 
-from compiler.analysis import binding
+from compiler.analysis import shape_binding
 from compiler.analysis.errors import AnalysisError
 from compiler.ir.builder import KernelBuilder
 
@@ -21,25 +21,25 @@ def _kernel(*symbols, constraints=(), scalars=()):
 
 def test_given_shapes_win_and_the_rest_default():
     k = _kernel(("M", {}), ("N", {}))
-    assert binding.bind(k, {"M": 100}) == {"M": 100, "N": binding.DEFAULT}
+    assert shape_binding.bind(k, {"M": 100}) == {"M": 100, "N": shape_binding.DEFAULT}
 
 
 def test_specialized_symbols_take_their_value():
     k = _kernel(("D", {"value": 128, "min": 1, "max": 256}))
-    assert binding.bind(k) == {"D": 128}
+    assert shape_binding.bind(k) == {"D": 128}
     with pytest.raises(AnalysisError, match="D is specialized to 128, not 64"):
-        binding.bind(k, {"D": 64})
+        shape_binding.bind(k, {"D": 64})
 
 
 def test_defaults_are_clamped_to_the_range():
     k = _kernel(("D", {"min": 16, "max": 256}), ("B", {"min": 10000, "max": 20000}))
-    assert binding.bind(k) == {"D": 256, "B": 10000}
+    assert shape_binding.bind(k) == {"D": 256, "B": 10000}
 
 
 def test_unset_max_means_unbounded():
     k = _kernel(("N", {}))
     k.contract.symbols[0].max = 0
-    assert binding.bind(k) == {"N": binding.DEFAULT}
+    assert shape_binding.bind(k) == {"N": shape_binding.DEFAULT}
 
 
 def test_defaults_satisfy_constraints():
@@ -51,7 +51,7 @@ def test_defaults_satisfy_constraints():
             (lambda s: s["K"] > s["N"], "K exceeds N"),
         ],
     )
-    env = binding.bind(k)
+    env = shape_binding.bind(k)
     assert env["N"] % 3 == 0 and env["K"] > env["N"]
     assert env["N"] == 4098  # the first multiple of 3 at or above 4096 among the candidates
 
@@ -59,19 +59,19 @@ def test_defaults_satisfy_constraints():
 def test_violations_and_unknown_names_are_errors():
     k = _kernel(("M", {"min": 128, "max": 1024}), constraints=[(lambda s: s["M"] % 128 == 0, "whole tiles")])
     with pytest.raises(AnalysisError, match="M = 2048 is outside \\[128, 1024\\]"):
-        binding.bind(k, {"M": 2048})
+        shape_binding.bind(k, {"M": 2048})
     with pytest.raises(AnalysisError, match="constraints\\[0\\]: the shapes M=200 violate it \\(whole tiles\\)"):
-        binding.bind(k, {"M": 200})
+        shape_binding.bind(k, {"M": 200})
     with pytest.raises(AnalysisError, match="shapes bind Q, which the kernel does not declare"):
-        binding.bind(k, {"Q": 1})
+        shape_binding.bind(k, {"Q": 1})
     with pytest.raises(AnalysisError, match="not a 64-bit integer"):
-        binding.bind(k, {"M": 1 << 70})
+        shape_binding.bind(k, {"M": 1 << 70})
     with pytest.raises(AnalysisError, match="not a 64-bit integer"):
-        binding.bind(k, {"M": 256.0})
+        shape_binding.bind(k, {"M": 256.0})
 
 
 def test_scalar_params_are_bound_only_by_shapes():
     k = _kernel(("N", {}), scalars=["iters"], constraints=[(lambda s: s["iters"] > 0, "at least one")])
-    assert binding.bind(k, {"iters": 3}) == {"N": binding.DEFAULT, "iters": 3}
+    assert shape_binding.bind(k, {"iters": 3}) == {"N": shape_binding.DEFAULT, "iters": 3}
     with pytest.raises(AnalysisError, match="unbound symbol 'iters'"):
-        binding.bind(k)
+        shape_binding.bind(k)

@@ -1,7 +1,7 @@
 """The roofline-plus-pipeline formula: a kernel's features and the calibration constants -> time.
 
 Features are calibration-free quantities of one kernel on one device, mostly
-"seconds at the unit's peak rate" (model.py computes them from the IR and the
+"seconds at the unit's peak rate" (cost_model.py computes them from the IR and the
 target database); constants are calibration.json's. Keeping the formula a pure
 function of both lets calibration refit the constants from (features, measured
 time) pairs without the IR.
