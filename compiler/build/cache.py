@@ -4,10 +4,14 @@ Entries are files under one directory (by default `compile/` in compiler/locatio
 cache root: $CAKE_CACHE_DIR, $XDG_CACHE_HOME/cake or ~/.cache/cake; TEST_TMPDIR under
 `bazel test`), so the cache survives restarts. Writers publish with write-to-temp +
 os.replace, which is atomic on POSIX: concurrent writers of one key leave one whole
-entry, and readers never see a partial file. A corrupt or unreadable entry counts as a
-miss. A directory that cannot be written is never an error for a build: the kernel is
-compiled in its temporary directory as always, is simply not kept, and the first such
-failure per directory warns once (CacheNotWritable).
+entry, and readers never see a partial file. A directory that cannot be written is
+never an error for a build: the kernel is compiled in its temporary directory as
+always, is simply not kept, and the first such failure per directory warns once
+(CacheNotWritable).
+
+An entry is MAGIC, the sha256 of the payload, then the payload (a serialized
+CompiledKernel). A reader checks all three: an entry that is empty, truncated, altered,
+of another format or unreadable counts as a miss, so the next build rewrites it.
 """
 
 import hashlib
@@ -25,6 +29,33 @@ _warned = set()
 
 class CacheNotWritable(RuntimeWarning):
     """The compile cache's directory cannot be written: builds go on, uncached."""
+
+
+# The entry format's tag; a new format gets a new tag, and entries of the old one are misses.
+MAGIC = b"CAKE-CACHE-1\n"
+_DIGEST_BYTES = hashlib.sha256().digest_size
+
+
+def encode_entry(compiled):
+    """The bytes of a cache entry holding `compiled`."""
+    payload = compiled.SerializeToString(deterministic=True)
+    return MAGIC + hashlib.sha256(payload).digest() + payload
+
+
+def decode_entry(data):
+    """The CompiledKernel an entry holds, or None when the bytes are not a whole, intact entry."""
+    head = len(MAGIC) + _DIGEST_BYTES
+    if len(data) < head or not data.startswith(MAGIC):
+        return None
+    digest, payload = data[len(MAGIC):head], data[head:]
+    if hashlib.sha256(payload).digest() != digest:
+        return None
+    out = artifact_pb2.CompiledKernel()
+    try:
+        out.ParseFromString(payload)
+    except Exception:  # noqa: BLE001  (an entry we did not write is a miss, never an error)
+        return None
+    return out
 
 
 def key(ir_digest, target, toolchain):
@@ -45,12 +76,7 @@ class CompileCache:
                 data = f.read()
         except OSError:
             return None
-        out = artifact_pb2.CompiledKernel()
-        try:
-            out.ParseFromString(data)
-        except Exception:  # noqa: BLE001  (a corrupt entry is a miss, never an error)
-            return None
-        return out
+        return decode_entry(data)
 
     def put(self, k, compiled):
         """Publish `compiled` under key `k`; False (after one warning) when the directory cannot be written."""
@@ -60,7 +86,7 @@ class CompileCache:
             os.makedirs(os.path.dirname(path), exist_ok=True)
             fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".tmp-")
             with os.fdopen(fd, "wb") as f:
-                f.write(compiled.SerializeToString(deterministic=True))
+                f.write(encode_entry(compiled))
             os.replace(tmp, path)
         except OSError as e:
             self._warn_unwritable(e)

@@ -3,8 +3,18 @@
 Build failures become diagnostics located at IR paths: lowering errors at the node that
 cannot be lowered, nvcc errors at the IR path named by the generated code's comment
 above the failing line, and ptxas' resource report at the roles it concerns.
+
+`build` does it all; the compiler service runs its steps apart (`plan` and `cached` on
+the request path, `compile_plan` on its compile pool, `package` after):
+
+    plan(kernel) -> Plan            lower, hash, the cache key (LoweringError when it cannot lower)
+    cached(plan, cache)             the cache's entry as a BuildResult, or None
+    compile_plan(plan, work_dir)    nvcc in work_dir -> nvcc.CudaArtifacts (NvccError, NvccTimeout, ...)
+    package(plan, art, cache)       the CompiledKernel and its resource findings; fills the cache
+    nvcc_failed(plan, error)        an NvccError as build diagnostics
 """
 
+import dataclasses
 import os
 import tempfile
 
@@ -29,45 +39,86 @@ class BuildResult:
         return self.compiled is not None
 
 
+@dataclasses.dataclass
+class Plan:
+    """A lowered kernel and its cache key: what nvcc and packaging need."""
+
+    kernel: object  # ir_pb2.Kernel
+    ctx: object  # compiler.lower.context.Context
+    digest: str  # ir_hash(kernel)
+    key: str  # the compile cache's key
+
+
 def toolchain_id():
+    """nvcc's version and the flags every build uses (part of every cache key); nvcc is asked once."""
     return "%s %s" % (nvcc.nvcc_version(), " ".join(nvcc.COMMON_FLAGS))
 
 
-def build(kernel, cache=None):
-    """Lower and compile `kernel` for its own target; cache=None uses the default cache."""
-    cache = compile_cache.default_cache() if cache is None else cache
-    try:
-        ctx = lower(kernel)
-    except LoweringError as e:
-        return BuildResult(None, [build_diagnostics.lowering_error(e)])
+def plan(kernel):
+    """Lower `kernel` for its own target and key it; LoweringError when it cannot be lowered."""
+    ctx = lower(kernel)
     digest = ir_hash(kernel)
-    key = compile_cache.key(digest, ctx.target.name, toolchain_id())
-    hit = cache.get(key) if cache else None
-    if hit is not None:
-        hit.cache_hit = True
-        return BuildResult(hit, build_diagnostics.resource_diagnostics(kernel, ctx, hit.resources))
-    with tempfile.TemporaryDirectory(prefix="cake-build-") as tmp:
-        src = os.path.join(tmp, "kernel.cu")
-        with open(src, "w") as f:
-            f.write(ctx.source)
-        try:
-            art = nvcc.compile_cuda(src, ctx.target, tmp, include_dirs=[DEVICE_INCLUDE])
-        except nvcc.NvccError as e:
-            return BuildResult(None, build_diagnostics.nvcc_errors(ctx.source, e.stderr, kernel, ctx))
-    usage = ptxas_report.parse(art.ptxas_report).get(ctx.launch.symbol, artifact_pb2.ResourceUsage())
+    return Plan(kernel, ctx, digest, compile_cache.key(digest, ctx.target.name, toolchain_id()))
+
+
+def cached(p, cache):
+    """The cache's entry for `p` as a BuildResult (cache_hit set), or None on a miss."""
+    hit = cache.get(p.key) if cache else None
+    if hit is None:
+        return None
+    hit.cache_hit = True
+    return BuildResult(hit, build_diagnostics.resource_diagnostics(p.kernel, p.ctx, hit.resources))
+
+
+def compile_plan(p, work_dir, timeout=None, cancel=None):
+    """nvcc on the plan's source in `work_dir` (see nvcc.compile_cuda for timeout and cancel)."""
+    src = os.path.join(work_dir, "kernel.cu")
+    with open(src, "w") as f:
+        f.write(p.ctx.source)
+    return nvcc.compile_cuda(src, p.ctx.target, work_dir, include_dirs=[DEVICE_INCLUDE], timeout=timeout, cancel=cancel)
+
+
+def nvcc_failed(p, error):
+    """The BuildResult of an nvcc.NvccError: its messages at the IR paths of the failing lines."""
+    return BuildResult(None, build_diagnostics.nvcc_errors(p.ctx.source, error.stderr, p.kernel, p.ctx))
+
+
+def package(p, art, cache):
+    """The CompiledKernel of nvcc's artifacts with ptxas' resource findings; stored in `cache` if given."""
+    usage = ptxas_report.parse(art.ptxas_report).get(p.ctx.launch.symbol, artifact_pb2.ResourceUsage())
     compiled = artifact_pb2.CompiledKernel(
-        target=ctx.target.name,
-        ir_hash=digest,
+        target=p.ctx.target.name,
+        ir_hash=p.digest,
         cubin=art.cubin,
         ptx=art.ptx,
-        cuda_source=ctx.source,
-        launch=ctx.launch,
+        cuda_source=p.ctx.source,
+        launch=p.ctx.launch,
         resources=usage,
         toolchain=toolchain_id(),
     )
     if cache:
-        cache.put(key, compiled)
-    return BuildResult(compiled, build_diagnostics.resource_diagnostics(kernel, ctx, usage))
+        cache.put(p.key, compiled)
+    return BuildResult(compiled, build_diagnostics.resource_diagnostics(p.kernel, p.ctx, usage))
+
+
+def build(kernel, cache=None, timeout=None, cancel=None):
+    """Lower and compile `kernel` for its own target; cache=None uses the default cache.
+
+    `timeout` and `cancel` bound nvcc (see nvcc.compile_cuda)."""
+    cache = compile_cache.default_cache() if cache is None else cache
+    try:
+        p = plan(kernel)
+    except LoweringError as e:
+        return BuildResult(None, [build_diagnostics.lowering_error(e)])
+    hit = cached(p, cache)
+    if hit is not None:
+        return hit
+    with tempfile.TemporaryDirectory(prefix="cake-build-") as tmp:
+        try:
+            art = compile_plan(p, tmp, timeout, cancel)
+        except nvcc.NvccError as e:
+            return nvcc_failed(p, e)
+    return package(p, art, cache)
 
 
 def has_errors(diags):
