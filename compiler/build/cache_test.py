@@ -9,8 +9,8 @@ from cake.compiler.v1 import artifact_pb2
 
 from compiler.build import cache as compile_cache
 from compiler.build.driver import build
-from compiler.ir.text_parse import parse_kernel
-from compiler.service.testprograms import copy_program
+from compiler.ir.text import parse_kernel
+from compiler.testing.service_programs import copy_program
 
 KEY = "c" * 64
 

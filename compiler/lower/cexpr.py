@@ -38,6 +38,10 @@ _INFIX = {
     OP.BINARY_OP_OR: "||",
 }
 
+class ExprError(ValueError):
+    """An expression lowering cannot print (unset, or an operator it does not know)."""
+
+
 _CALL = {OP.BINARY_OP_MIN: "cake::imin", OP.BINARY_OP_MAX: "cake::imax", OP.BINARY_OP_CEIL_DIV: "cake::ceildiv<long long>"}
 
 
@@ -75,7 +79,7 @@ def cexpr(expr, scope, registers=()):
             return "r_%s[0]" % expr.sym
         return ident(expr.sym)
     if kind != "binary":
-        raise ValueError("empty expression")
+        raise ExprError("an expression is unset (an empty Expr: no int, sym or binary)")
     b = expr.binary
     lhs, rhs = cexpr(b.lhs, scope, registers), cexpr(b.rhs, scope, registers)
     if b.op in _INFIX:
@@ -89,4 +93,4 @@ def cexpr(expr, scope, registers=()):
         if b.op == OP.BINARY_OP_CEIL_DIV and nonneg(b.lhs, scope) and nonneg(b.rhs, scope):
             return "((%s + %s - 1) / %s)" % (lhs, rhs, rhs)
         return "%s(%s, %s)" % (_CALL[b.op], lhs, rhs)
-    raise ValueError("unknown binary operator %d" % b.op)
+    raise ExprError("binary operator %d is not one lowering knows" % b.op)

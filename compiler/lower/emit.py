@@ -8,7 +8,7 @@ comes from, so a reader (or an nvcc error) can be traced back to the schedule.
 from cake.ir.v1 import ir_pb2
 
 from compiler.lower import ops
-from compiler.lower.cexpr import cexpr, ident
+from compiler.lower.cexpr import ExprError, cexpr, ident
 from compiler.lower.context import DTYPE_CTYPE, LoweringError, dtype_name
 from compiler.ir.scalars import role_scalars
 from compiler.lower.fragments import declare_fragment
@@ -38,14 +38,19 @@ class Emitter:
         self.role = None
         self.scope = {}
         self.scalars = frozenset()  # the role's one-element register regions, usable in expressions
+        self.path = "kernel"  # the IR path of the op being printed (where an expression error is located)
         # Accumulators of this role's wgmma groups still in flight, oldest first, as far as
         # program order tells; None once control flow makes it path-dependent.
         self.inflight = []
 
     def expr(self, e):
-        return cexpr(e, self.scope, self.scalars)
+        try:
+            return cexpr(e, self.scope, self.scalars)
+        except ExprError as error:
+            raise LoweringError(self.path, str(error), "give every expression of this op a value") from None
 
     def ops(self, op_list, path):
+        outer = self.path
         for i, op in enumerate(op_list):
             kind = op.WhichOneof("kind")
             op_path = "%s[%d].%s" % (path, i, kind) if kind else "%s[%d]" % (path, i)
@@ -58,7 +63,9 @@ class Emitter:
             if printer is None:
                 raise LoweringError(op_path, "lowering has no printer for op %r" % kind)
             self.w.comment(op_path)
+            self.path = op_path
             printer(self, getattr(op, kind), op_path)
+        self.path = outer
 
 
 def _symbol_ctype(sym):

@@ -1,5 +1,6 @@
 """The lowering passes: a flat, named list of passes over one Context.
 
+    check_names         every name printed into the source is a C identifier (verified or not)
     layout_roles        warp ranges of roles, threads per block
     layout_shared       shared-memory offsets of regions and mbarriers (1024 B-aligned tiles)
     assign_named        hardware ids of named barriers
@@ -11,11 +12,12 @@
 from cake.ir.v1 import ir_pb2
 
 from compiler.ir.enums import short_name
-from compiler.lower import emit, layout, metadata
+from compiler.lower import emit, layout, metadata, name_check
 from compiler.lower.context import Context, LoweringError
 from compiler.targets import TARGETS
 
 PASSES = [
+    ("check_names", name_check.check_names),
     ("layout_roles", layout.layout_roles),
     ("layout_shared", layout.layout_shared),
     ("assign_named", layout.assign_named),

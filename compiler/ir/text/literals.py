@@ -5,11 +5,9 @@ bit for bit (negative zero and NaN payloads included).
 """
 
 import math
-import re
 import struct
 
-_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
-_DOTTED = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*\Z")
+from compiler.ir.names import DOTTED_IDENTIFIER, IDENTIFIER
 # The quiet NaN Python makes, and its negation: the only NaNs printed as plain words.
 _NAN_BITS = 0x7FF8000000000000
 _NEG_NAN_BITS = 0xFFF8000000000000
@@ -18,12 +16,12 @@ _ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\t": "\\t", "\r": "\\r"}
 
 def is_name(text):
     """Whether `text` is a C identifier (how names of params, regions, ... print unquoted)."""
-    return _IDENT.match(text) is not None
+    return IDENTIFIER.match(text) is not None
 
 
 def is_symbol(text):
     """Whether `text` is a possibly dotted identifier (how expression symbols print: block.x)."""
-    return _DOTTED.match(text) is not None
+    return DOTTED_IDENTIFIER.match(text) is not None
 
 
 def quote(text):

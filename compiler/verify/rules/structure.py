@@ -1,14 +1,11 @@
 """Structure rules: names are identifiers, unique and resolvable; enums set; expressions complete; sizes positive."""
 
-import re
-
 from cake.ir.v1 import ir_pb2
 
+from compiler.ir.names import is_identifier, quoted
 from compiler.verify import exprs, oprefs
 from compiler.verify.protocol import findings
 from compiler.verify.registry import Finding, rule
-
-_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 # Declaration lists: (field of Kernel or Contract, what the thing is).
 _DECLS = (
@@ -34,15 +31,15 @@ def _declarations(kernel):
     fix_hint="Rename it to a C identifier: a letter or underscore, then letters, digits or underscores.",
 )
 def identifiers(ctx):
-    if not _IDENT.match(ctx.kernel.name):
-        yield Finding("kernel", "kernel name %r is not a C identifier" % ctx.kernel.name)
+    if not is_identifier(ctx.kernel.name):
+        yield Finding("kernel", "kernel name %s is not a C identifier" % quoted(ctx.kernel.name))
     for path, what, name in _declarations(ctx.kernel):
-        if not _IDENT.match(name):
-            yield Finding(path, "%s name %r is not a C identifier" % (what, name))
+        if not is_identifier(name):
+            yield Finding(path, "%s name %s is not a C identifier" % (what, quoted(name)))
     for site in ctx.sites("loop"):
         for name in (site.msg.var,) + ((site.msg.counter,) if site.msg.counter else ()):
-            if not _IDENT.match(name):
-                yield Finding(site.path, "loop variable %r is not a C identifier" % name)
+            if not is_identifier(name):
+                yield Finding(site.path, "loop variable %s is not a C identifier" % quoted(name))
 
 
 @rule(
