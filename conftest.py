@@ -2,40 +2,53 @@
 
 - Puts the generated protobuf/gRPC code on sys.path. Under Bazel it comes from the
   build (//proto); under plain pytest (the GPU machine has no Bazel) it is generated
-  into .gen/ by proto/generate.py, or carried there already built.
+  into .gen/ by proto/generate.py whenever .gen/ is missing or older than proto/
+  (SOURCES.sha256), or carried there already built.
 - GPU tests (`@pytest.mark.gpu`) skip cleanly without a GPU, and fail with a clear
   "no GPU" message when REQUIRE_GPU=1 (bazel test --config=gpu sets it).
 """
 
+import importlib.util
 import os
 import sys
+import warnings
 
 import pytest
 
 ROOT = os.path.dirname(os.path.abspath(__file__))
 
 
+def _load_generate():
+    """proto/generate.py as a module (without putting proto/ on sys.path)."""
+    spec = importlib.util.spec_from_file_location("cake_proto_generate", os.path.join(ROOT, "proto", "generate.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def _ensure_generated_protos():
-    try:
-        import cake.ir.v1.ir_pb2  # noqa: F401  (already importable: Bazel, or .gen on the path)
-        return
-    except ImportError:
-        pass
     gen = os.path.join(ROOT, ".gen")
+    try:
+        from cake.ir.v1 import ir_pb2
+    except ImportError:
+        ir_pb2 = None
+    if ir_pb2 is not None and not os.path.abspath(ir_pb2.__file__).startswith(gen + os.sep):
+        return  # Bazel's build-time code (or generated code the caller put on the path)
+    generate = _load_generate()
+    if not generate.is_current(gen):
+        try:
+            generate.generate(gen)
+        except ImportError as e:  # no grpc_tools (the GPU machine): use the carried code as it is
+            if not os.path.isdir(gen):
+                raise RuntimeError("no generated protobuf code in %s and no grpc_tools to generate it (%s): run "
+                                   "`python3 proto/generate.py` where grpcio-tools is installed" % (gen, e)) from None
+            warnings.warn("%s was not generated from the current proto/ files and cannot be regenerated here "
+                          "(%s)" % (gen, e))
+        for name in [m for m in sys.modules if m == "cake" or m.startswith("cake.")]:
+            del sys.modules[name]
     if gen not in sys.path:
         sys.path.insert(0, gen)
     sys.path_importer_cache.clear()
-    try:
-        import cake.ir.v1.ir_pb2  # noqa: F401,F811
-        return
-    except ImportError:
-        pass
-    sys.path.insert(0, os.path.join(ROOT, "proto"))
-    import generate  # proto/generate.py
-
-    generate.generate(gen)
-    for name in [m for m in sys.modules if m == "cake" or m.startswith("cake.")]:
-        del sys.modules[name]
 
 
 _ensure_generated_protos()

@@ -1,8 +1,10 @@
 """ListPrimitives: every op of CAKE IR with ir.proto's comment on it and where lowering supports it.
 
-The comments (what each op does and the PTX it lowers to) are read from ir.proto
-itself: protoc compiles it with source info, so the service serves exactly the
-contract's text. Support comes from lowering's tables: an op needs a printer
+The comments (what each op does and the PTX it lowers to) are ir.proto's own: the
+build writes ir.proto's FileDescriptorSet with source info beside the generated
+ir_pb2.py (cake/ir/v1/ir_descriptor_set.binpb: bazel/proto.bzl, or proto/generate.py
+outside Bazel), so the service serves exactly the contract's text and needs no
+protobuf compiler at run time. Support comes from lowering's tables: an op needs a printer
 (lower/ops.PRINTERS) and, for some ops, a target feature (lower/emit.OP_FEATURES);
 an op named after a feature (cp_async, ldmatrix) needs that feature; each Mma
 kind needs the feature its short name names (wgmma, mma_sync, tcgen05).
@@ -10,7 +12,6 @@ kind needs the feature its short name names (wgmma, mma_sync, tcgen05).
 
 import functools
 import os
-import tempfile
 
 from google.protobuf import descriptor_pb2
 
@@ -22,25 +23,23 @@ from compiler.lower.emit import OP_FEATURES
 from compiler.lower.ops import PRINTERS
 from compiler.targets import FEATURES, TARGETS
 
-PROTO_ROOT = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "proto")
-IR_PROTO = "cake/ir/v1/ir.proto"
+# Written by the build beside ir_pb2.py (DESCRIPTOR_SET_SUFFIX in bazel/proto.bzl and proto/generate.py).
+IR_DESCRIPTOR_SET = os.path.join(os.path.dirname(os.path.abspath(ir_pb2.__file__)), "ir_descriptor_set.binpb")
 
 # SourceCodeInfo path components (descriptor.proto field numbers).
 _MESSAGE_TYPE, _ENUM_TYPE, _FIELD, _ENUM_VALUE = 4, 5, 2, 2
 
 
 def _file_with_comments():
-    """ir.proto's FileDescriptorProto with source info, compiled by protoc."""
-    from grpc_tools import protoc
-
-    with tempfile.TemporaryDirectory(prefix="cake-ir-desc-") as tmp:
-        out = os.path.join(tmp, "ir.desc")
-        args = ["protoc", "-I" + PROTO_ROOT, "--include_source_info", "--descriptor_set_out=" + out, IR_PROTO]
-        if protoc.main(args) != 0:
-            raise RuntimeError("protoc could not read %s" % os.path.join(PROTO_ROOT, IR_PROTO))
-        with open(out, "rb") as f:
+    """ir.proto's FileDescriptorProto with source info, as the build wrote it."""
+    try:
+        with open(IR_DESCRIPTOR_SET, "rb") as f:
             files = descriptor_pb2.FileDescriptorSet.FromString(f.read()).file
-    return files[0]
+    except OSError as e:
+        raise RuntimeError("cannot read ir.proto's comments (%s): the generated protobuf code is incomplete; "
+                           "regenerate it (bazel build //proto:cake_py, or python3 proto/generate.py)" % e) from None
+    [file_proto] = [f for f in files if f.name == ir_pb2.DESCRIPTOR.name]
+    return file_proto
 
 
 def _comments(file_proto):
