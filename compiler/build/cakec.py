@@ -25,8 +25,12 @@ def main(argv=None):
     ap.add_argument("-o", "--output", required=True)
     ap.add_argument("--metadata", default=None)
     args = ap.parse_args(argv)
-    with open(args.program) as f:
-        text = f.read()
+    try:
+        with open(args.program) as f:
+            text = f.read()
+    except OSError as e:
+        sys.stderr.write("cakec: cannot read %s: %s\n" % (args.program, e.strerror or e))
+        return 2
     try:
         parsed = parse_kernel(text, filename=args.program)
     except ParseError as e:
