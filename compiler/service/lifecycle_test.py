@@ -55,7 +55,9 @@ def test_sigterm_during_a_compile_finishes_it_and_exits_0(tmp_path):
     with start_local_server(cache_dir=tmp_path, grace_seconds=30, timeout=120) as cc:
         server = cc.server
         with grpc.insecure_channel(server.address) as channel, concurrent.futures.ThreadPoolExecutor(1) as pool:
-            watch = health_pb2_grpc.HealthStub(channel).Watch(health_pb2.HealthCheckRequest(service=SERVICE))
+            # Bounded: a server that never reports NOT_SERVING fails the test instead of hanging it.
+            watch = health_pb2_grpc.HealthStub(channel).Watch(health_pb2.HealthCheckRequest(service=SERVICE),
+                                                              timeout=90)
             assert next(watch).status == health_pb2.HealthCheckResponse.SERVING
             compile_call = pool.submit(cc.compile, copy_program("sigterm", 8))
             _wait_for(lambda: _events(server, "compile_started"))
@@ -82,6 +84,25 @@ def _start(*flags, env=None):
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
     return p, p.stdout.readline()
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_a_server_whose_parent_blocked_the_signal_still_stops_on_it(sig):
+    """Signal masks are inherited: a runner that blocks SIGTERM must not leave a server that ignores it."""
+    p = subprocess.Popen(
+        [sys.executable, "-m", "compiler.service.main", "--port", "0"], cwd=ROOT,
+        env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)), stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL, text=True,
+        preexec_fn=lambda: signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM, signal.SIGINT}))
+    try:
+        assert p.stdout.readline().strip().isdigit()
+        p.send_signal(sig)
+        assert p.wait(30) == 0
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+        p.stdout.close()
 
 
 def test_a_remote_address_needs_tls_or_a_token():

@@ -90,11 +90,15 @@ def main(argv=None):
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda signum, frame: stop.set())
+    # A parent may hand us these signals blocked; Python's handlers never see a blocked signal.
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM, signal.SIGINT})
     print(port, flush=True)
     log.info("serving", extra={"fields": {
         "event": "serving", "host": args.host, "port": port, "tls": bool(args.tls_cert),
         "token": server.options.token is not None}})
-    while not stop.wait(3600):
+    # Python runs signal handlers in the main thread only, between bytecodes: a signal the kernel delivers
+    # to one of gRPC's threads does not wake a long wait here, so wake every second to let the handler run.
+    while not stop.wait(1.0):
         pass
     log.info("shutting down", extra={"fields": {"event": "shutdown", "grace_seconds": args.grace_seconds}})
     drained = server.shutdown(args.grace_seconds)
