@@ -124,6 +124,14 @@ class GrpcPort:
         pass
 
 
+class PortError(RuntimeError):
+    """The compiler cannot be reached the way asked (an address nobody answers at, a server that did not start)."""
+
+
+# Seconds a --compiler-address gets to answer its first call.
+REACH_TIMEOUT_S = 10.0
+
+
 def grpc_available():
     """Why the gRPC port cannot be used here, or None when it can."""
     try:
@@ -133,24 +141,44 @@ def grpc_available():
     return None
 
 
+def _reached(client, address):
+    """`client` once the service at `address` answers (ListTargets); PortError when it does not."""
+    from compiler.service.client import CompilerServiceError
+
+    try:
+        client.list_targets(timeout=REACH_TIMEOUT_S)
+    except CompilerServiceError as e:
+        client.close()
+        raise PortError("no compiler service answers at %s (%s: %s); start one with `bazel run //compiler:server`"
+                        " (or python3 -m compiler.service.main), or leave out --compiler-address to start a local"
+                        " one" % (address, e.code.name, e.message)) from None
+    return client
+
+
 @contextlib.contextmanager
 def open_port(kind, extra_rules=(), calibration=None, address=None, log=print):
-    """Yield a port: kind "grpc" (a local server unless `address`), "in-process", or "auto" (grpc, else in-process)."""
-    if kind in ("grpc", "auto"):
-        why = grpc_available()
-        if why is None:
-            from compiler.service.client import CompilerClient, start_local_server
-
-            if address:
-                with CompilerClient(address) as client:
-                    yield GrpcPort(client, extra_rules, calibration)
-            else:
-                with start_local_server(port=0) as client:
-                    yield GrpcPort(client, extra_rules, calibration)
-            return
-        if kind == "grpc":
-            raise RuntimeError(why)
-        log("compiler service unavailable (%s): calling the compiler in-process" % why)
-    elif kind != "in-process":
+    """Yield a port: kind "grpc" (a local server unless `address`), "in-process", or "auto" (grpc, else in-process).
+    PortError when the gRPC service asked for cannot be reached."""
+    if kind not in ("grpc", "auto", "in-process"):
         raise ValueError("unknown compiler port %r (grpc, in-process, auto)" % kind)
-    yield InProcessPort(extra_rules, calibration)
+    with contextlib.ExitStack() as stack:
+        port = None if kind == "in-process" else _grpc_port(kind, address, stack, extra_rules, calibration, log)
+        yield port or InProcessPort(extra_rules, calibration)
+
+
+def _grpc_port(kind, address, stack, extra_rules, calibration, log):
+    """A GrpcPort whose client (and local server) `stack` closes; None when "auto" falls back in-process."""
+    why = grpc_available()
+    if why is None:
+        from compiler.service.client import CompilerClient, start_local_server
+
+        if address:  # an explicit address never falls back
+            return GrpcPort(stack.enter_context(_reached(CompilerClient(address), address)), extra_rules, calibration)
+        try:
+            return GrpcPort(stack.enter_context(start_local_server(port=0)), extra_rules, calibration)
+        except RuntimeError as e:  # the server process did not start; the message holds its log
+            why = "the local compiler server did not start: %s" % e
+    if kind == "grpc":
+        raise PortError(why)
+    log("compiler service unavailable (%s): calling the compiler in-process" % why)
+    return None

@@ -5,43 +5,57 @@
     bazel run //agent:evolve -- --run-dir DIR                 # resume the run in DIR (or start one there)
     bazel run //agent:evolve -- --author llm                  # let an LLM write candidates (see docs/agent.md)
     bazel run //agent:evolve -- --in-process                  # call the compiler in-process, not over gRPC
+    bazel run //agent:promote                                 # write what was learned into agent/knowledge
 
 With a GPU (the task's target, e.g. an H200 for sm_90a) candidates are compiled and
 measured in isolated workers; without one the search says so and evolves on the
-cost model's predictions. Runs live in <checkout>/.cake/agent/runs/<run id>/
-(agent.db, events.jsonl, report.md and its plots); the report's path is printed last.
+cost model's predictions. Runs live under the runs root (agent/places.py: --runs-root,
+$CAKE_RUNS_ROOT, else agent/runs in CAKE's state directory, ~/.local/state/cake),
+one directory each (agent.db, events.jsonl, report.md, summary.json and the plots);
+the report's path is printed last. Nothing in the checkout is written: what the
+outer loop learns goes to the runs root's knowledge/ (learn/knowledge.py) until
+promoted. Every check that can refuse the run (flags, places, the GPU, the LLM
+settings, the compiler) happens before its directory is made.
 """
 
 import argparse
+import dataclasses
 import datetime
+import json
 import os
 import sys
 import uuid
 
-from agent import assess, loop, progress as progress_mod, report, seeds
+from agent import assess, loop, places as places_mod, progress as progress_mod, report, seeds
 from agent import task as task_mod
 from agent.authors.search import SearchAuthor
 from agent.bandit import Bandit
-from agent.compiler_port import open_port
+from agent.compiler_port import PortError, open_port
 from agent.events import EventLog
-from agent.learn import calibrate, knowledge, outer
+from agent.learn import calibrate, outer
 from agent.measure import device
 from agent.repair import RepairMap
 from agent.store import Store
 from agent.tactics import load as load_tactics
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+class Refused(Exception):
+    """The run cannot start as asked; the message says why (and nothing was recorded)."""
 
 
-def workspace():
-    """The checkout: where `bazel run` was invoked, else this file's repository."""
-    return os.environ.get("BUILD_WORKSPACE_DIRECTORY") or REPO
+def add_place_flags(p):
+    """The flags that say where runs and knowledge live (shared with agent/promote.py)."""
+    p.add_argument("--runs-root", help="directory of the runs and the learned knowledge (default: $%s, else "
+                   "agent/runs under $CAKE_STATE_DIR, $XDG_STATE_HOME/cake or ~/.local/state/cake)"
+                   % places_mod.RUNS_ROOT_VARIABLE)
+    p.add_argument("--knowledge-dir", help="the reviewed knowledge files (default: the checkout's agent/knowledge)")
 
 
 def parse_args(argv):
     p = argparse.ArgumentParser(prog="evolve", description=__doc__.split("\n\n")[0])
     p.add_argument("--task", default=task_mod.DEFAULT_TASK, choices=sorted(task_mod.TASKS))
     p.add_argument("--run-dir", help="run directory (resumed when it holds a run)")
+    add_place_flags(p)
     p.add_argument("--gpu", choices=("auto", "on", "off"), default="auto",
                    help="measure on the GPU (auto: when one of the task's target is present)")
     p.add_argument("--compiler", choices=("auto", "grpc", "in-process"), default="auto",
@@ -57,13 +71,23 @@ def parse_args(argv):
     p.add_argument("--seconds", type=float, help="budget: seconds of search")
     p.add_argument("--device-seconds", type=float, help="budget: seconds of GPU time (measured runs)")
     p.add_argument("--seed", type=int, default=0, help="random seed of the search")
-    p.add_argument("--knowledge-dir", help="knowledge files (default: the checkout's agent/knowledge)")
     p.add_argument("--no-learn", action="store_true", help="skip the outer loop after the run")
     p.add_argument("--learn-only", action="store_true", help="only run the outer loop over existing runs")
     p.add_argument("--plain", action="store_true", help="plain progress lines even on a terminal")
     p.add_argument("--fake-measure", action="store_true", help=argparse.SUPPRESS)  # tests: GPU path on CPU
     p.add_argument("--throttle", type=float, default=0.0, help=argparse.SUPPRESS)  # tests: slow the loop down
-    return p.parse_args(argv)
+    args = p.parse_args(argv)
+    for flag in ("evaluations", "seconds", "device_seconds"):
+        if getattr(args, flag) is not None and getattr(args, flag) < 0:
+            p.error("--%s must be at least 0" % flag.replace("_", "-"))
+    return args
+
+
+def command_line():
+    """How the user started this program, for the hints we print (`bazel run` or python -m)."""
+    if os.environ.get("BUILD_WORKSPACE_DIRECTORY"):
+        return "bazel run //agent:evolve --"
+    return "python3 -m agent.evolve"
 
 
 def _budget(task, args):
@@ -73,7 +97,7 @@ def _budget(task, args):
 
 
 def _mode(args, task):
-    """(mode, the line saying so)."""
+    """(mode, the line saying so); Refused when --gpu on finds no GPU for the task."""
     if args.fake_measure:
         return loop.MEASURE, "fake GPU: measuring with the test evaluator"
     if args.gpu == "off":
@@ -82,21 +106,25 @@ def _mode(args, task):
     if gpu.usable:
         return loop.MEASURE, "GPU: measuring on %s" % gpu.description
     if args.gpu == "on":
-        raise SystemExit("--gpu on, but %s" % gpu.description)
+        raise Refused("--gpu on, but there is no GPU to measure %s kernels on: %s (without --gpu on the run "
+                      "evolves on the cost model)" % (task.target, gpu.description))
     return loop.COST_MODEL, "no GPU: evolving on the cost model for %s (%s)" % (task.target, gpu.description)
 
 
-def _authors(args, task, tactics, bandit, log):
-    search = SearchAuthor(tactics, bandit, task.fixed)
+def _llm_authors(args, task, log):
+    """The LLM author when --author asks for one; Refused when its settings are missing."""
     if args.author == "search":
-        return [search]
+        return []
     from agent.authors.llm import ChatClient, LlmAuthor, LlmError
 
     try:
-        llm = LlmAuthor(ChatClient.from_env(), task, log=log)
+        return [LlmAuthor(ChatClient.from_env(), task, log=log)]
     except LlmError as e:
-        raise SystemExit("--author %s: %s" % (args.author, e)) from None
-    return [llm] if args.author == "llm" else [llm, search]
+        raise Refused("--author %s: %s" % (args.author, e)) from None
+
+
+def _authors(args, llm, search):
+    return {"search": [search], "llm": llm, "mixed": llm + [search]}[args.author]
 
 
 def _evaluator(args, mode, task, run_dir):
@@ -112,84 +140,151 @@ def _evaluator(args, mode, task, run_dir):
     return GpuEvaluator(task, family, os.path.join(run_dir, "evaluations.jsonl"))
 
 
-def _start(args):
-    """(store, task, mode, mode line, settings, run dir) of a new run or the one in --run-dir."""
-    runs_root = os.path.join(workspace(), ".cake", "agent", "runs")
-    run_id = datetime.datetime.now().strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6]
-    run_dir = os.path.abspath(args.run_dir or os.path.join(runs_root, run_id))
-    os.makedirs(run_dir, exist_ok=True)
-    store = Store(os.path.join(run_dir, "agent.db"))
-    run = store.run()
-    if run is not None:
-        import json
+@dataclasses.dataclass
+class Plan:
+    """A run decided on but not yet recorded: where, what and how."""
 
-        task = _budget(task_mod.Task.from_json(json.loads(run["task"])), args)
-        config = json.loads(run["config"])
-        mode = run["mode"]
-        line = config["mode_line"] + " (resumed)"
+    run_dir: str
+    resumed: object  # the existing run's row, or None for a new run
+    task: object
+    mode: str
+    line: str
+    config: dict
+
+
+def _plan(args, where):
+    """Decide the run without writing anything; Refused when it cannot go ahead."""
+    if args.run_dir:
+        run_dir = os.path.abspath(args.run_dir)
+        if os.path.exists(run_dir) and not os.path.isdir(run_dir):
+            raise Refused("--run-dir %s is not a directory" % run_dir)
     else:
-        task = _budget(task_mod.task(args.task), args)
-        if args.seed_family:
-            import dataclasses
+        run_id = datetime.datetime.now().strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6]
+        run_dir = os.path.join(where.runs_root, run_id)
+    db = os.path.join(run_dir, "agent.db")
+    resumed = None
+    if os.path.exists(db):
+        store = Store(db)
+        try:
+            resumed = store.run()
+        finally:
+            store.close()
+    if resumed is not None:
+        task = _budget(task_mod.Task.from_json(json.loads(resumed["task"])), args)
+        config = json.loads(resumed["config"])
+        return Plan(run_dir, resumed, task, resumed["mode"], config["mode_line"] + " (resumed)", config)
+    task = _budget(task_mod.task(args.task), args)
+    if args.seed_family:
+        task = dataclasses.replace(task, family=args.seed_family, seed_params=seeds.family(args.seed_family).defaults)
+    mode, line = _mode(args, task)
+    return Plan(run_dir, None, task, mode, line, {"mode_line": line, "seed": args.seed, "author": args.author})
 
-            task = dataclasses.replace(task, family=args.seed_family, seed_params=seeds.family(args.seed_family).defaults)
-        mode, line = _mode(args, task)
-        config = {"mode_line": line, "seed": args.seed, "author": args.author}
-        store.start_run(os.path.basename(run_dir), task.to_json(), config, mode, args.seed)
-    settings = loop.Settings(mode=mode, seed=config["seed"], throttle_s=args.throttle)
-    return store, task, mode, line, settings, run_dir
+
+def _record(plan):
+    """Make the run's directory and database (or open the resumed one); the Store."""
+    os.makedirs(plan.run_dir, exist_ok=True)
+    store = Store(os.path.join(plan.run_dir, "agent.db"))
+    if plan.resumed is None:
+        store.start_run(os.path.basename(plan.run_dir), plan.task.to_json(), plan.config, plan.mode, plan.config["seed"])
+    return store
+
+
+def _learn_only(args, where):
+    roots = where.roots(args.run_dir)
+    for kind, sig, verdict in outer.learn(roots, where.knowledge()):
+        print("%s %s: %s (%s)" % (kind, "accepted" if verdict.accepted else "refused", sig, verdict.why))
+    return 0
 
 
 def main(argv=None):
     args = parse_args(sys.argv[1:] if argv is None else argv)
-    kdir = os.path.abspath(args.knowledge_dir or knowledge.default_dir())
-    if args.learn_only:
-        root = os.path.dirname(os.path.abspath(args.run_dir)) if args.run_dir else os.path.join(
-            workspace(), ".cake", "agent", "runs")
-        for kind, sig, verdict in outer.learn(root, kdir):
-            print("%s %s: %s (%s)" % (kind, "accepted" if verdict.accepted else "refused", sig, verdict.why))
-        return 0
-    store, task, mode, line, settings, run_dir = _start(args)
-    tactics, tactics_version = load_tactics(kdir)
+    try:
+        where = places_mod.resolve(args.runs_root, args.knowledge_dir, args.run_dir)
+        if args.learn_only:
+            return _learn_only(args, where)
+        return _run(args, where)
+    except (Refused, places_mod.PlaceError, PortError) as e:
+        print("evolve: %s" % e, file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("\nevolve: interrupted before the run started; nothing was recorded", file=sys.stderr)
+        return 130
+
+
+def _run(args, where):
+    """Check everything that can refuse the run, then record it and evolve."""
+    kb = where.knowledge()
+    tactics, tactics_version = load_tactics(kb)
+    plan = _plan(args, where)
+    llm = _llm_authors(args, plan.task, print)  # rich's live display shows prints above itself
+    with open_port(args.compiler, outer.load_rules(kb), calibrate.current(kb), args.compiler_address,
+                   log=print) as port:
+        store = _record(plan)
+        try:
+            return _evolve(args, where, kb, plan, store, port, tactics, tactics_version, llm)
+        except KeyboardInterrupt:
+            store.finish_run("interrupted")
+            again = ["--run-dir", plan.run_dir] + [x for flag, value in (("--runs-root", args.runs_root),
+                                                                           ("--knowledge-dir", args.knowledge_dir))
+                                                   if value for x in (flag, value)]
+            print("\nevolve: interrupted; everything so far is saved in %s. Resume the run with:\n    %s %s"
+                  % (plan.run_dir, command_line(), " ".join(again)), file=sys.stderr, flush=True)
+            return 130
+        finally:
+            store.close()
+
+
+def _evolve(args, where, kb, plan, store, port, tactics, tactics_version, llm):
+    task, mode, run_dir = plan.task, plan.mode, plan.run_dir
+    settings = loop.Settings(mode=mode, seed=plan.config["seed"], throttle_s=args.throttle)
     bandit = Bandit({n: t.weight for n, t in tactics.items()}, store.tactic_stats())
-    authors = _authors(args, task, tactics, bandit, print)  # rich's live display shows prints above itself
+    authors = _authors(args, llm, SearchAuthor(tactics, bandit, task.fixed))
     events = EventLog(os.path.join(run_dir, "events.jsonl"))
     display = progress_mod.make("CAKE agent: %s" % task.name, plain=args.plain or None)
-    display.message(line)
-    display.message("run directory: %s" % run_dir)
     try:
-        with open_port(args.compiler, outer.load_rules(kdir), calibrate.current(kdir), args.compiler_address,
-                       log=display.message) as port:
-            display.message("compiler: %s; knowledge: %s (tactics v%d)" % (port.name, kdir, tactics_version))
-            evaluator = _evaluator(args, mode, task, run_dir)
-            events.emit("run_started", mode=mode, task=task.name, compiler=port.name, resumed=store.count("candidates") > 0)
-            try:
-                if evaluator is not None and not store.meta("peers_timed", False):
-                    for name, (median, detail) in evaluator.peers().items():
-                        store.set_peer(name, median, detail)
-                    store.set_meta("peers_timed", True)
-                evolver = loop.Evolver(task, store, events, port, evaluator, tactics, RepairMap.load(kdir), bandit,
-                                       authors, display, settings)
-                why = evolver.run()
-            finally:
-                if evaluator is not None:
-                    evaluator.close()
-            display.close()
-            print("stopped: %s" % why, flush=True)
-            if not args.no_learn:
-                for kind, sig, verdict in outer.learn(os.path.dirname(run_dir), kdir, store, log=print):
-                    print("proposal %s %s: %s" % (kind, "accepted" if verdict.accepted else "refused", verdict.why))
-            cuda, note = _best_cuda(port, store, evolver)
-        path = report.write(run_dir, store, task, line, why, bandit, cuda, note,
+        display.message(plan.line)
+        display.message("run directory: %s" % run_dir)
+        legacy = where.legacy_runs()
+        if legacy:
+            display.message("earlier runs at the old location %s (%d) are read by the outer loop where they are"
+                            % (where.legacy_root, len(legacy)))
+        display.message("compiler: %s; knowledge: %s (tactics v%d)" % (port.name, kb, tactics_version))
+        evaluator = _evaluator(args, mode, task, run_dir)
+        events.emit("run_started", mode=mode, task=task.name, compiler=port.name, resumed=store.count("candidates") > 0)
+        try:
+            if evaluator is not None and not store.meta("peers_timed", False):
+                for name, (median, detail) in evaluator.peers().items():
+                    store.set_peer(name, median, detail)
+                store.set_meta("peers_timed", True)
+            evolver = loop.Evolver(task, store, events, port, evaluator, tactics, RepairMap.load(kb), bandit,
+                                   authors, display, settings)
+            why = evolver.run()
+        finally:
+            if evaluator is not None:
+                evaluator.close()
+        display.close()
+        print("stopped: %s" % why, flush=True)
+        if not args.no_learn:
+            for kind, sig, verdict in outer.learn(where.roots(run_dir), kb, store, log=print):
+                print("proposal %s %s: %s" % (kind, "accepted" if verdict.accepted else "refused", verdict.why))
+        cuda, note = _best_cuda(port, store, evolver)
+        path = report.write(run_dir, store, task, plan.line, why, bandit, cuda, note,
                             "Peers were not measured: %s." % ("no GPU" if mode != loop.MEASURE else "none importable"))
         events.emit("run_finished", stopped=why, report=path)
     finally:
         display.close()
         events.close()
     store.finish_run("finished")
-    store.close()
+    pending = kb.pending()
+    if pending:
+        print("learned: %d accepted change(s) in %s; review and write them into %s with: %s"
+              % (len(pending), kb.learned, kb.base, promote_command()), flush=True)
     print("report: %s" % path, flush=True)
     return 0
+
+
+def promote_command():
+    return "bazel run //agent:promote" if os.environ.get("BUILD_WORKSPACE_DIRECTORY") else "python3 -m agent.promote"
 
 
 def _best_cuda(port, store, evolver):

@@ -8,7 +8,7 @@ from agent.genome import Genome, materialize
 from agent.learn import calibrate, gate, knowledge, outer
 from agent.learn.signatures import failure
 from agent.store import Store
-from agent.testing import knowledge_copy
+from agent.testing import knowledge_store
 from compiler import analysis
 from compiler.ir.hashing import ir_hash
 from compiler.ir.text import print_kernel
@@ -49,36 +49,39 @@ FAILING = [_kernel(SWIZZLED, stages=s) for s in (2, 3, 4)]
 
 
 def test_a_recurring_failure_becomes_an_accepted_rule(tmp_path):
-    root, kdir = str(tmp_path / "runs"), knowledge_copy(tmp_path)
+    root, kb = str(tmp_path / "runs"), knowledge_store(tmp_path)
     _run(root, "a", PASSING, FAILING[:2])
     current = _run(root, "b", failing=FAILING[2:])
-    results = outer.learn(root, kdir, current, min_recurrence=3, log=lambda *_: None)
+    results = outer.learn([root], kb, current, min_recurrence=3, log=lambda *_: None)
     [(kind, sig, verdict)] = [r for r in results if r[0] == "rule"]
     assert verdict.accepted, verdict.why
     assert sig == "runtime|illegal_address|-|cuda error: an illegal memory access was encountered (case #)"
-    doc = knowledge.load(kdir, knowledge.RULES)
+    doc = kb.load(knowledge.RULES)
     assert doc["version"] == 2 and doc["changelog"][-1]["proposal"] == "CAKE-LEARNED-001"
     [rule] = doc["rules"]
     assert rule["id"] == "CAKE-LEARNED-001" and rule["severity"] == "error"
-    learned = outer.load_rules(kdir)
+    learned = outer.load_rules(kb)
     # It generalizes: a fresh kernel with the failing pattern is rejected, the seed is not.
     fresh = _kernel(SWIZZLED, block_k=64)
     assert "CAKE-LEARNED-001" in [d.id for d in InProcessPort(learned).verify(fresh)]
     assert "CAKE-LEARNED-001" not in [d.id for d in InProcessPort(learned).verify(_kernel())]
     assert len(doc["targets"]["CAKE-LEARNED-001"]) == 3
     for name in doc["targets"]["CAKE-LEARNED-001"]:
-        assert open(os.path.join(kdir, name)).readline() == "# expect: CAKE-LEARNED-001\n"
+        assert open(kb.path(name)).readline() == "# expect: CAKE-LEARNED-001\n"
     [row] = [p for p in current.proposals() if p["kind"] == "rule"]
     assert row["status"] == "accepted" and row["knowledge_version"] == 2
+    # Learned, not promoted: the base (the checkout's files) is untouched.
+    assert knowledge.read(kb.base, knowledge.RULES)["rules"] == [] and not os.path.exists(os.path.join(kb.base, "gate"))
+    assert all(kb.path(name).startswith(kb.learned) for name in doc["targets"]["CAKE-LEARNED-001"])
     # Learning again finds the cluster already caught: no second rule.
-    again = outer.learn(root, kdir, None, min_recurrence=3, log=lambda *_: None)
+    again = outer.learn([root], kb, None, min_recurrence=3, log=lambda *_: None)
     assert not [r for r in again if r[0] == "rule"]
 
 
 def test_a_failure_that_does_not_recur_proposes_nothing(tmp_path):
-    root, kdir = str(tmp_path / "runs"), knowledge_copy(tmp_path)
+    root, kb = str(tmp_path / "runs"), knowledge_store(tmp_path)
     _run(root, "a", PASSING, FAILING[:2])
-    assert not [r for r in outer.learn(root, kdir, min_recurrence=3, log=lambda *_: None) if r[0] == "rule"]
+    assert not [r for r in outer.learn([root], kb, min_recurrence=3, log=lambda *_: None) if r[0] == "rule"]
 
 
 def test_a_rule_rejecting_known_good_programs_is_refused(tmp_path):
@@ -99,20 +102,20 @@ def test_a_rule_missing_its_targets_or_malformed_is_refused():
 
 
 def test_recalibration_is_accepted_when_held_out_error_drops(tmp_path):
-    root, kdir = str(tmp_path / "runs"), knowledge_copy(tmp_path)
+    root, kb = str(tmp_path / "runs"), knowledge_store(tmp_path)
     kernels = [_kernel(block_k=b, stages=s, consumers=c) for b in (64, 128) for s in (2, 3, 4) for c in (1, 2)]
     # "Measured" times: the wgmma stage runs at 60% of the model's efficiency.
     def slow_mma(k):
         f = analysis.features(k, SHAPES)
         return 4e-6 + f["wgmma_s"] / 0.48 + f["fp32_s"] / 0.6
     store = _run(root, "a", kernels, measured=slow_mma)
-    results = outer.learn(root, kdir, store, log=lambda *_: None)
+    results = outer.learn([root], kb, store, log=lambda *_: None)
     [(_, sig, verdict)] = [r for r in results if r[0] == "calibration"]
     assert verdict.accepted, verdict.why
     assert verdict.details["after"] < verdict.details["before"]
-    doc = knowledge.load(kdir, knowledge.CALIBRATION)
+    doc = kb.load(knowledge.CALIBRATION)
     assert doc["version"] == 1 and doc["calibration"]["version"] == "agent-1"
-    cal = calibrate.current(kdir)
+    cal = calibrate.current(kb)
     report = InProcessPort(calibration=cal).analyze(kernels[0], SHAPES, None).report
     assert report.calibration == "agent-1"
     assert abs(report.predicted_seconds / slow_mma(kernels[0]) - 1) < abs(
@@ -129,27 +132,27 @@ def test_recalibration_that_does_not_help_is_refused(tmp_path):
 
 
 def test_tactic_weights_follow_outcomes_with_enough_evidence(tmp_path):
-    root, kdir = str(tmp_path / "runs"), knowledge_copy(tmp_path)
+    root, kb = str(tmp_path / "runs"), knowledge_store(tmp_path)
     s = _run(root, "a")
     for _ in range(10):
         s.add_reward("defer_lane_reduction", 1.0)
         s.add_reward("split_reduction_2", -0.5)
     s.add_reward("stages_up", 1.0)  # one outcome: not enough to move a weight
-    results = outer.learn(root, kdir, s, log=lambda *_: None)
+    results = outer.learn([root], kb, s, log=lambda *_: None)
     [(_, _, verdict)] = [r for r in results if r[0] == "weights"]
     assert verdict.accepted, verdict.why
-    doc = knowledge.load(kdir, knowledge.TACTICS)
+    doc = kb.load(knowledge.TACTICS)
     weights = {t["name"]: t["weight"] for t in doc["tactics"]}
     assert weights["defer_lane_reduction"] == 2.0 and weights["split_reduction_2"] < 0.3 and weights["stages_up"] == 1.0
     assert doc["learned_from"] == ["a"] and doc["version"] == 2
     # The same runs' evidence never counts twice.
-    assert not [r for r in outer.learn(root, kdir, None, log=lambda *_: None) if r[0] == "weights"]
+    assert not [r for r in outer.learn([root], kb, None, log=lambda *_: None) if r[0] == "weights"]
     assert not gate.gate_weights({"stages_up": (1.0, 2.0)}, {"stages_up": 1}).accepted
 
 
 def test_learned_rules_are_data_the_verifier_loads(tmp_path):
-    kdir = knowledge_copy(tmp_path)
-    assert outer.load_rules(kdir) == []
-    data = json.load(open(os.path.join(kdir, knowledge.RULES)))
+    kb = knowledge_store(tmp_path)
+    assert outer.load_rules(kb) == []
+    data = json.load(open(os.path.join(kb.base, knowledge.RULES)))
     assert data["rules"] == [] and data["version"] >= 1
-    assert not [d for d in verify(_kernel(), extra_rules=outer.load_rules(kdir)) if d.severity == 1]
+    assert not [d for d in verify(_kernel(), extra_rules=outer.load_rules(kb)) if d.severity == 1]

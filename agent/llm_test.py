@@ -93,12 +93,14 @@ def test_configuration_comes_from_the_environment():
         ChatClient("http://127.0.0.1:9/v1", "", "m", timeout_s=2).chat([])
 
 
-def test_evolve_without_the_llm_environment_says_what_is_missing(tmp_path, monkeypatch):
+def test_evolve_without_the_llm_environment_says_what_is_missing_and_records_nothing(tmp_path, monkeypatch, capsys):
     for name in ("OPENAI_BASE_URL", "CAKE_LLM_MODEL"):
         monkeypatch.delenv(name, raising=False)
-    with pytest.raises(SystemExit, match="--author llm: the LLM author needs OPENAI_BASE_URL and CAKE_LLM_MODEL"):
-        evolve.main(["--run-dir", str(tmp_path / "r"), "--knowledge-dir", knowledge_copy(tmp_path), "--gpu", "off",
-                     "--in-process", "--plain", "--author", "llm"])
+    assert evolve.main(["--run-dir", str(tmp_path / "runs" / "r"), "--knowledge-dir", knowledge_copy(tmp_path),
+                        "--gpu", "off", "--in-process", "--plain", "--author", "llm"]) == 2
+    assert capsys.readouterr().err == ("evolve: --author llm: the LLM author needs OPENAI_BASE_URL and CAKE_LLM_MODEL"
+                                       " in the environment\n")
+    assert not (tmp_path / "runs").exists()
 
 
 def test_extract_ir_takes_the_fenced_kernel_or_the_first_kernel_line():

@@ -16,8 +16,9 @@ class RepairMap:
         self.by_text = [(tuple(w.lower() for w in e["words"]), list(e["tactics"])) for e in data.get("by_text", [])]
 
     @classmethod
-    def load(cls, directory):
-        return cls(knowledge.load(directory, knowledge.REPAIRS))
+    def load(cls, source):
+        """From repairs.json of `source` (a Knowledge or a directory)."""
+        return cls(knowledge.of(source).load(knowledge.REPAIRS))
 
     def tactics(self, diagnostics):
         """Tactic names addressing the error diagnostics, most specific first, without repeats."""

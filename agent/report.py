@@ -1,4 +1,6 @@
-"""The run's report: report.md with PNG plots, the best IR, its generated CUDA, speedups and what was learned."""
+"""The run's report: report.md with PNG plots, the best IR, its generated CUDA, speedups and what was learned;
+and summary.json, the run's numbers in the shape benchmarks/results/ keeps for agent runs (task, device
+seconds, the seed's, best's and peers' times in ms, the best-so-far curve)."""
 
 import json
 import os
@@ -27,6 +29,37 @@ def _evaluation_order(store):
     return [r[0] for r in rows]
 
 
+def _ms(seconds):
+    return None if seconds is None else round(seconds * 1e3, 6)
+
+
+def summary(store, task, mode_line, stop_reason):
+    """The run's numbers: what summary.json holds (times in ms; `fitness` says predicted or measured)."""
+    run = store.run()
+    seed, best = store.first(), (store.ranked(limit=1) or [None])[0]
+    rows = store.db.execute(
+        "SELECT c.id, c.fitness_s, m.device_s FROM candidates c LEFT JOIN measurements m ON m.candidate_id = c.id"
+        " WHERE c.fitness_s IS NOT NULL ORDER BY c.finished_at, c.id")
+    curve, device_s, best_s = [], 0.0, None
+    for i, (cid, fitness_s, spent) in enumerate(rows, 1):
+        device_s += spent or 0.0
+        best_s = fitness_s if best_s is None else min(best_s, fitness_s)
+        curve.append({"evaluation": i, "candidate": cid, "device_s": round(device_s, 3), "best_ms": _ms(best_s)})
+    measured = run["mode"] == "measure"
+    return {
+        "run": run["id"], "task": task.to_json(), "mode": run["mode"], "mode_line": mode_line,
+        "fitness": "measured median" if measured else "predicted", "stopped": stop_reason,
+        "candidates": store.count("candidates"), "evaluations": len(curve),
+        "device_s": round(float(store.meta("device_s", 0.0)), 3), "search_s": round(store.meta("elapsed_s", 0.0), 3),
+        "seed": {"candidate": seed["id"], "median_ms": _ms(seed["fitness_s"])} if seed else None,
+        "best": {"candidate": best["id"], "median_ms": _ms(best["fitness_s"]), "lineage": lineage(store, best)}
+        if best else None,
+        "peers": {name: {"median_ms": _ms(p["median_s"]) if measured else None, "detail": json.loads(p["detail"])}
+                  for name, p in sorted(store.peers().items())},
+        "curve": curve,
+    }
+
+
 def _tactic_table(bandit):
     names = sorted(set(bandit.priors) | set(bandit.stats))
     probs = bandit.probabilities([n for n in names if n in bandit.priors])
@@ -40,7 +73,7 @@ def _tactic_table(bandit):
 
 
 def write(run_dir, store, task, mode_line, stop_reason, bandit, cuda=None, cuda_note="", peers_note=""):
-    """Write report.md (and its plots) into run_dir; returns its path."""
+    """Write report.md (and its plots) and summary.json into run_dir; returns report.md's path."""
     run = store.run()
     seed, best = store.first(), (store.ranked(limit=1) or [None])[0]
     measured = run["mode"] == "measure"
@@ -106,6 +139,9 @@ def write(run_dir, store, task, mode_line, stop_reason, bandit, cuda=None, cuda_
         lines += ["", "## Best IR", "", "```", best["ir_text"].rstrip(), "```"]
         lines += ["", "## Generated CUDA", ""]
         lines += ["```cuda", cuda.rstrip(), "```"] if cuda else [cuda_note or "Not compiled."]
+    with open(os.path.join(run_dir, "summary.json"), "w") as f:
+        json.dump(summary(store, task, mode_line, stop_reason), f, indent=1, default=str)
+        f.write("\n")
     path = os.path.join(run_dir, "report.md")
     with open(path, "w") as f:
         f.write("\n".join(lines) + "\n")

@@ -1,5 +1,6 @@
 """The report: markdown with both plots, the best IR and its CUDA, speedups, failures and tactics."""
 
+import json
 import os
 
 from agent import report
@@ -33,3 +34,19 @@ def test_a_cost_model_run_says_what_was_not_measured(tmp_path):
     assert "Peers were not measured: no GPU." in text
     assert "nothing was measured (no GPU: evolving on the cost model for sm_90a)" in text
     assert "The best candidate did not build: x" in text and "predicted time" in text
+
+
+def test_the_summary_holds_the_results_layout_fields(tmp_path):
+    evolver, why, store, _ = measured_run(tmp_path, evaluations=6)
+    store.set_peer("flashlib", 1e-3, {"fake": True})
+    report.write(str(tmp_path), store, evolver.task, "fake GPU", why, evolver.bandit)
+    s = json.load(open(os.path.join(str(tmp_path), "summary.json")))
+    best, seed = store.ranked(limit=1)[0], store.first()
+    assert s["task"]["name"] == "kmeans-assign" and s["mode"] == "measure" and s["stopped"] == why
+    assert s["seed"]["median_ms"] == round(seed["fitness_s"] * 1e3, 6)
+    assert s["best"]["median_ms"] == round(best["fitness_s"] * 1e3, 6) and s["best"]["lineage"][0] == "seed"
+    assert s["peers"]["flashlib"]["median_ms"] == 1.0 and s["device_s"] == 3.0
+    curve = s["curve"]
+    assert [p["evaluation"] for p in curve] == list(range(1, 7)) and curve[-1]["device_s"] == 3.0
+    assert [p["best_ms"] for p in curve] == sorted((p["best_ms"] for p in curve), reverse=True)
+    assert curve[-1]["best_ms"] == s["best"]["median_ms"]

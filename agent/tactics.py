@@ -61,9 +61,9 @@ def from_data(data):
     return out
 
 
-def load(directory):
-    """(tactics by name, the file's version) from `directory`'s tactics.json."""
-    data = knowledge.load(directory, knowledge.TACTICS)
+def load(source):
+    """(tactics by name, the file's version) from tactics.json of `source` (a Knowledge or a directory)."""
+    data = knowledge.of(source).load(knowledge.TACTICS)
     return from_data(data), data["version"]
 
 

@@ -1,4 +1,4 @@
-"""Test helpers: a knowledge copy, a compiler port whose builds skip nvcc, a small task, a fake-measured run."""
+"""Test helpers: a knowledge copy and store, a compiler port whose builds skip nvcc, a small task, a fake-measured run."""
 
 import io
 import os
@@ -26,6 +26,11 @@ def knowledge_copy(tmp_path):
     out = os.path.join(str(tmp_path), "knowledge")
     shutil.copytree(knowledge.PACKAGE_DIR, out)
     return out
+
+
+def knowledge_store(tmp_path):
+    """A Knowledge: a copy of agent/knowledge as the base, with an empty learned store over it."""
+    return knowledge.Knowledge(knowledge_copy(tmp_path), os.path.join(str(tmp_path), "learned"))
 
 
 class LoweringOnlyPort(InProcessPort):

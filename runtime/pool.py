@@ -43,6 +43,8 @@ class WorkerStartError(RuntimeError):
 
 def _worker_main(conn, initializer):
     """The worker process: run the initializer, then jobs until told to stop."""
+    # Ctrl-C reaches the whole process group: the parent decides what stops, and stops us itself.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
         if initializer:
             names.resolve(initializer)()

@@ -4,14 +4,13 @@ The measurements of every run (features recorded at prediction time, measured
 medians) are split deterministically into a fitting set and a held-out quarter;
 compiler.analysis.calibration.fit refits the constants on the first, and the gate
 compares calibration.prediction_error on the held-out set before and after. An
-accepted calibration is written to knowledge/calibration.json (the compiler's own
+accepted calibration becomes the next version of calibration.json (the compiler's own
 calibration format under "calibration", beside the version and changelog every
-knowledge file has), which the agent's compiler port applies.
+knowledge file has) in the learned store, which the agent's compiler port applies.
 """
 
 import hashlib
 import json
-import os
 
 from compiler.analysis import calibration as cal_mod
 
@@ -21,11 +20,10 @@ MIN_PAIRS = 8
 HELD_OUT_EVERY = 4
 
 
-def current(directory):
-    """The agent's calibration (knowledge/calibration.json) or the compiler's default."""
-    if os.path.exists(os.path.join(directory, knowledge.CALIBRATION)):
-        return cal_mod.parse(knowledge.load(directory, knowledge.CALIBRATION)["calibration"])
-    return cal_mod.load()
+def current(source):
+    """The agent's calibration (calibration.json of `source`, a Knowledge or a directory) or the compiler's default."""
+    doc = knowledge.of(source).load(knowledge.CALIBRATION)
+    return cal_mod.parse(doc["calibration"]) if "calibration" in doc else cal_mod.load()
 
 
 def split(pairs):
@@ -48,9 +46,8 @@ def propose(pairs, base):
     return fitted, cal_mod.prediction_error(held, base.constants), cal_mod.prediction_error(held, fitted)
 
 
-def write(directory, base, fitted, summary, evidence):
-    """Save the refitted calibration as the next version of knowledge/calibration.json."""
-    doc = knowledge.load(directory, knowledge.CALIBRATION)
-    name = "agent-%d" % (doc["version"] + 1)
-    doc = {**doc, "calibration": base.updated(fitted, version=name).to_json()}
-    return knowledge.save(directory, knowledge.CALIBRATION, doc, summary, evidence=evidence)
+def write(kb, base, fitted, summary, evidence):
+    """Record the refitted calibration as the next version of calibration.json in `kb`'s learned store."""
+    name = "agent-%d" % (kb.load(knowledge.CALIBRATION)["version"] + 1)
+    patch = {"set": {"calibration": base.updated(fitted, version=name).to_json()}}
+    return kb.accept(knowledge.CALIBRATION, patch, summary, evidence=evidence)

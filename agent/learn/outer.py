@@ -1,16 +1,17 @@
 """The self-evolving outer loop: runs' failures and measurements -> gated proposals -> knowledge files.
 
 After a run (or on demand, `evolve --learn-only`), `learn` reads every run database
-under the runs directory and makes three kinds of proposal:
+under the runs roots (agent/places.py) and makes three kinds of proposal:
 - rule: failure clusters (learn/signatures.py) that recur on at least
   `min_recurrence` distinct kernels, found after verification passed (analysis,
   build, runtime) and not already caught by a learned rule, become declarative
   verifier rules (learn/rules.py) separating them from known-good kernels;
 - calibration: a refit of the cost model's constants on all measurements;
 - weights: new tactic prior weights from the runs' tactic outcomes.
-Each goes through its gate (learn/gate.py); accepted ones are written as the next
-version of their knowledge file, and every proposal is recorded in the current
-run's database (proposals table) with the gate's verdict.
+Each goes through its gate (learn/gate.py); accepted ones become the next version of
+their knowledge file in the learned store (learn/knowledge.py: the checkout's files
+change only when promoted), and every proposal is recorded in the current run's
+database (proposals table) with the gate's verdict.
 """
 
 import glob
@@ -29,8 +30,9 @@ RULE_STAGES = ("analysis", "build", "runtime")
 MAX_GOOD = 500  # passing candidates a rule must leave valid (plus the whole good corpus)
 
 
-def run_databases(runs_root):
-    return sorted(glob.glob(os.path.join(runs_root, "*", "agent.db")))
+def run_databases(runs_roots):
+    """The agent.db of every run directory directly under each of `runs_roots`."""
+    return sorted(p for root in runs_roots for p in glob.glob(os.path.join(root, "*", "agent.db")))
 
 
 def _collect(paths):
@@ -52,31 +54,32 @@ def _collect(paths):
     return failures, passing, stats, pairs
 
 
-def learned_rules(directory):
-    doc = knowledge.load(directory, knowledge.RULES, {"version": 0, "changelog": [], "rules": [], "targets": {}})
+def learned_rules(source):
+    """rules.json of `source` (a Knowledge or a directory), with its rules and targets."""
+    doc = knowledge.of(source).load(knowledge.RULES, {"version": 0, "changelog": [], "rules": [], "targets": {}})
     doc.setdefault("rules", [])
     doc.setdefault("targets", {})
     return doc
 
 
-def load_rules(directory):
+def load_rules(source):
     """The learned rules as verifier Rule objects (for verify(extra_rules=...))."""
-    return rules_from_data(learned_rules(directory)["rules"])
+    return rules_from_data(learned_rules(source)["rules"])
 
 
-def _targets(directory, doc):
+def _targets(kb, doc):
     """rule id -> [(file name, kernel)] of the programs each learned rule was accepted against."""
     out = {}
     for rid, files in doc["targets"].items():
         out[rid] = []
         for name in files:
-            with open(os.path.join(directory, name)) as f:
+            with open(kb.path(name)) as f:
                 out[rid].append((name, parse_kernel(f.read(), filename=name).kernel))
     return out
 
 
-def _rule_proposals(directory, failures, passing, min_recurrence, record, log):
-    doc = learned_rules(directory)
+def _rule_proposals(kb, failures, passing, min_recurrence, record, log):
+    doc = learned_rules(kb)
     known = rules_from_data(doc["rules"])
     eligible = [f for f in failures if f["stage"] in RULE_STAGES and f["kind"] != "task_mismatch"]
     good = [(h[:16], parse_kernel(text).kernel) for h, text in list(passing.items())[:MAX_GOOD]]
@@ -96,32 +99,26 @@ def _rule_proposals(directory, failures, passing, min_recurrence, record, log):
         taken = {r.id for r in BUILTIN_RULES} | {r["id"] for r in doc["rules"]}
         rule = rules_mod.rule(rules_mod.next_id(taken), sig, level, atoms, len(rows),
                               "avoid this combination: the agent saw it fail %d times (%s)" % (len(rows), sig))
-        verdict = gate.gate_rule(rule, doc["rules"], kernels, good, _targets(directory, doc))
+        verdict = gate.gate_rule(rule, doc["rules"], kernels, good, _targets(kb, doc))
         version = None
         if verdict.accepted:
-            version = _accept_rule(directory, doc, rule, kernels, verdict)
-            doc = learned_rules(directory)
+            version = _accept_rule(kb, rule, kernels, verdict)
+            doc = learned_rules(kb)
             known = rules_from_data(doc["rules"])
             log("learned verifier rule %s: %s (knowledge/rules.json v%d)" % (rule["id"], rule["doc"], version))
         record("rule", sig, rule, verdict, version)
 
 
-def _accept_rule(directory, doc, rule, kernels, verdict):
-    files = []
-    for name, kernel in kernels:
-        rel = os.path.join("gate", rule["id"], "%s.cake" % name)
-        os.makedirs(os.path.join(directory, os.path.dirname(rel)), exist_ok=True)
-        with open(os.path.join(directory, rel), "w") as f:
-            f.write("# expect: %s\n# a candidate that failed with the rule's signature\n%s" % (rule["id"],
-                                                                                                print_kernel(kernel)))
-        files.append(rel)
-    new = {**doc, "rules": doc["rules"] + [rule], "targets": {**doc["targets"], rule["id"]: files}}
-    return knowledge.save(directory, knowledge.RULES, new, "rule %s: %s" % (rule["id"], rule["doc"]),
-                          proposal=rule["id"], evidence=verdict.details)
+def _accept_rule(kb, rule, kernels, verdict):
+    files = {"gate/%s/%s.cake" % (rule["id"], name): "# expect: %s\n# a candidate that failed with the rule's "
+             "signature\n%s" % (rule["id"], print_kernel(kernel)) for name, kernel in kernels}
+    patch = {"append": {"rules": [rule]}, "update": {"targets": {rule["id"]: sorted(files)}}}
+    return kb.accept(knowledge.RULES, patch, "rule %s: %s" % (rule["id"], rule["doc"]), proposal=rule["id"],
+                     evidence=verdict.details, files=files)
 
 
-def _calibration_proposal(directory, pairs, record, log):
-    base = calibrate.current(directory)
+def _calibration_proposal(kb, pairs, record, log):
+    base = calibrate.current(kb)
     proposed = calibrate.propose(pairs, base)
     if proposed is None:
         return
@@ -129,29 +126,30 @@ def _calibration_proposal(directory, pairs, record, log):
     verdict = gate.gate_calibration(before, after)
     version = None
     if verdict.accepted:
-        version = calibrate.write(directory, base, fitted, "recalibrated from %d measurements" % len(pairs),
+        version = calibrate.write(kb, base, fitted, "recalibrated from %d measurements" % len(pairs),
                                   dict(verdict.details, pairs=len(pairs)))
-        log("recalibrated the cost model: %s (knowledge/calibration.json v%d)" % (verdict.why, version))
+        log("recalibrated the cost model: %s (calibration.json v%d, learned)" % (verdict.why, version))
     record("calibration", "calibration|%d pairs" % len(pairs), {"constants": fitted}, verdict, version)
 
 
-def _weights_proposal(directory, stats, record, log):
-    doc = knowledge.load(directory, knowledge.TACTICS)
+def _weights_proposal(kb, stats, record, log):
+    doc = kb.load(knowledge.TACTICS)
     changes, outcomes, runs = weights.propose(doc, stats)
     if not changes:
         return
     verdict = gate.gate_weights(changes, outcomes)
     version = None
     if verdict.accepted:
-        version = knowledge.save(directory, knowledge.TACTICS, weights.apply(doc, changes, runs),
-                                 "tactic weights from %d runs" % len(runs), evidence=verdict.details)
-        log("updated %d tactic weights (knowledge/tactics.json v%d)" % (len(changes), version))
+        version = kb.accept(knowledge.TACTICS, weights.patch(changes, runs), "tactic weights from %d runs" % len(runs),
+                            evidence=verdict.details)
+        log("updated %d tactic weights (tactics.json v%d, learned)" % (len(changes), version))
     record("weights", "weights|%d runs" % len(runs), {t: list(v) for t, v in changes.items()}, verdict, version)
 
 
-def learn(runs_root, directory, store=None, min_recurrence=3, log=print):
-    """Make, gate and apply proposals from every run under runs_root; returns [(kind, signature, verdict)]."""
-    failures, passing, stats, pairs = _collect(run_databases(runs_root))
+def learn(runs_roots, kb, store=None, min_recurrence=3, log=print):
+    """Make, gate and record proposals from every run under `runs_roots` (a list of directories) into `kb`
+    (a Knowledge with a learned store); returns [(kind, signature, verdict)]."""
+    failures, passing, stats, pairs = _collect(run_databases(runs_roots))
     results = []
 
     def record(kind, sig, payload, verdict, version):
@@ -160,7 +158,7 @@ def learn(runs_root, directory, store=None, min_recurrence=3, log=print):
             store.add_proposal(kind, sig, json.loads(json.dumps(payload, default=str)),
                                "accepted" if verdict.accepted else "refused", verdict.to_dict(), version)
 
-    _rule_proposals(directory, failures, passing, min_recurrence, record, log)
-    _calibration_proposal(directory, pairs, record, log)
-    _weights_proposal(directory, stats, record, log)
+    _rule_proposals(kb, failures, passing, min_recurrence, record, log)
+    _calibration_proposal(kb, pairs, record, log)
+    _weights_proposal(kb, stats, record, log)
     return results

@@ -37,7 +37,8 @@ def propose(tactics_doc, runs_stats):
     return changes, outcomes, sorted(fresh)
 
 
-def apply(tactics_doc, changes, runs):
-    """tactics.json's content with the new weights and the runs recorded as used."""
-    tactics = [dict(t, weight=changes[t["name"]][1]) if t["name"] in changes else t for t in tactics_doc["tactics"]]
-    return {**tactics_doc, "tactics": tactics, "learned_from": sorted(set(tactics_doc.get("learned_from", [])) | set(runs))}
+def patch(changes, runs):
+    """The knowledge patch of tactics.json (learn/knowledge.apply_patch) setting the new weights and
+    recording the runs as used."""
+    return {"fields": {"tactics": {t: {"weight": new} for t, (_, new) in sorted(changes.items())}},
+            "append": {"learned_from": sorted(runs)}}
