@@ -4,13 +4,20 @@
   build (//proto); under plain pytest (the GPU machine has no Bazel) it is generated
   into .gen/ by proto/generate.py whenever .gen/ is missing or older than proto/
   (SOURCES.sha256), or carried there already built.
+- Keeps plain pytest as hermetic as Bazel's sandbox: CAKE's cache and state
+  (compiler/locations.py) go to a fresh directory for the session, never to the
+  user's ~/.cache/cake or ~/.local/state/cake, so nothing an earlier run left can make
+  a test pass (or fail) that would not under `bazel test`.
 - GPU tests (`@pytest.mark.gpu`) skip cleanly without a GPU, and fail with a clear
   "no GPU" message when REQUIRE_GPU=1 (bazel test --config=gpu sets it).
 """
 
+import atexit
 import importlib.util
 import os
+import shutil
 import sys
+import tempfile
 import warnings
 
 import pytest
@@ -52,6 +59,19 @@ def _ensure_generated_protos():
 
 
 _ensure_generated_protos()
+
+
+def _isolate_cake_directories():
+    if "TEST_TMPDIR" in os.environ:
+        return  # under bazel test: compiler/locations.py already uses the test's own directory
+    session = tempfile.mkdtemp(prefix="cake-pytest-")
+    atexit.register(shutil.rmtree, session, True)
+    os.environ["CAKE_CACHE_DIR"] = os.path.join(session, "cache")
+    os.environ["CAKE_STATE_DIR"] = os.path.join(session, "state")
+    os.environ.pop("CAKE_RUNS_ROOT", None)
+
+
+_isolate_cake_directories()
 
 
 def gpu_available():

@@ -1,46 +1,171 @@
 #!/usr/bin/env bash
-# Run CAKE's GPU tests and benchmarks with plain pytest on a machine with a GPU and no
-# Bazel or registries (the lent H200). From the repo root:
+# CAKE on a machine with a GPU and no Bazel or registries (the lent H200), from the repo root:
 #
-#   ci/gpu_run.sh [pytest args...]        results under $OUT (default: ./gpu-results)
-#   CAKE_BENCH=1 ci/gpu_run.sh             also run the benchmarks (JSON under $OUT)
+#   ci/gpu_run.sh                                  every step below; results under $OUT (default ./gpu-results)
+#   CAKE_GPU_STEPS=service,tests,agent ci/gpu_run.sh   some of them, in this order
+#   CAKE_GPU_STEPS=tests ci/gpu_run.sh runtime/loader_gpu_test.py   pytest arguments replace the default paths
 #
-# Carried in from the build machine (see ci/README.md): .whl/ (wheels the GPU image
-# lacks, e.g. the protobuf runtime the generated code needs) and .gen/ (generated
-# protobuf code, from `python3 proto/generate.py`).
+# Steps (each fails the run when it fails; the others still run):
+#   service  `python3 -m compiler.service.main --port 0` starts, answers ListTargets and ListPrimitives,
+#            and exits 0 on SIGTERM;
+#   tests    the GPU-tagged tests with plain pytest (REQUIRE_GPU=1: no GPU is a failure, not a skip);
+#   bench    kernels/gemm and kernels/kmeans benchmarks beside their peers (JSON in the results layout);
+#   agent    docs/agent.md's GPU command: `agent.evolve --task kmeans-assign-paper --gpu on --compiler grpc`
+#            for CAKE_AGENT_SECONDS (default 180) seconds of search, over a real local gRPC compiler server.
+#
+# What it writes in $OUT (at most 8 files, none in a folder: the lent machine returns no more), named so
+# that they can be committed under benchmarks/results/ as they are (ci/README.md); STEPS below is the
+# steps run, joined by "_" (gpu_run_service_tests_agent_h200.log):
+#   gpu_run_STEPS_h200.log            everything every step printed, with each step's verdict
+#   gpu_run_STEPS_h200.json           the machine, the commit, each step's status and seconds
+#   gemm_h200.json, kmeans_h200.json  the benchmarks
+#   agent_kmeans_assign_paper_h200.md, _h200.json, _h200_best_so_far.png   the agent's report, summary, plot
+#   gpu_run_STEPS_h200_files.tar.gz   the rest: the agent's run directory (database, event logs), the
+#                                     tests' JUnit XML, the service check's server log
+#
+# Carried in from the build machine (ci/README.md): .whl/ (wheels the GPU image lacks: the protobuf and
+# gRPC runtimes the generated code and the service need) and .gen/ (generated protobuf code, from
+# `python3 proto/generate.py`, which also writes the descriptor set ListPrimitives reads).
 set -uo pipefail
 cd "$(dirname "$0")/.."
-OUT=${OUT:-$(pwd)/gpu-results}
-mkdir -p "$OUT"
+ROOT=$(pwd)
+OUT=${OUT:-$ROOT/gpu-results}
+PY=${PYTHON:-python3}
+STEPS=${CAKE_GPU_STEPS:-service,tests,bench,agent}
+AGENT_SECONDS=${CAKE_AGENT_SECONDS:-180}
+WORK=${CAKE_GPU_WORK:-$(mktemp -d /tmp/cake-gpu-run.XXXXXX)}
+mkdir -p "$OUT" "$WORK/files"
+NAME=gpu_run_${STEPS//,/_}_h200
+LOG=$OUT/$NAME.log
+: > "$LOG"
 export PYTHONUNBUFFERED=1 REQUIRE_GPU=1
+# Nothing the machine already holds may hide a failure: a fresh compile cache and runs root for this run.
+export CAKE_CACHE_DIR=$WORK/cache CAKE_RUNS_ROOT=$WORK/runs
+
+say() { printf '[gpu_run] %s\n' "$*" | tee -a "$LOG"; }
 
 if ls .whl/*.whl >/dev/null 2>&1; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
-    || { echo "ci/gpu_run.sh: installing carried wheels failed" >&2; exit 1; }
-  export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
+  "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$WORK/site" .whl/*.whl \
+    >>"$LOG" 2>&1 || { say "installing the carried wheels failed (see above)"; exit 1; }
+  export PYTHONPATH=$WORK/site:$ROOT/.gen:$ROOT${PYTHONPATH:+:$PYTHONPATH}
+else
+  export PYTHONPATH=$ROOT/.gen:$ROOT${PYTHONPATH:+:$PYTHONPATH}
 fi
+[ -f .gen/cake/ir/v1/ir_pb2.py ] || say "warning: no .gen/ (run python3 proto/generate.py on the build machine and carry it)"
 
-python3 - <<'PY' | tee "$OUT/machine.txt"
-import platform, subprocess, torch
-print("gpu:", torch.cuda.get_device_name(0), "capability", torch.cuda.get_device_capability(0))
-print("torch:", torch.__version__, "cuda:", torch.version.cuda, "python:", platform.python_version())
+status=0
+results=()  # "name status seconds"
+
+step_service() {
+  "$PY" - "$WORK/files/service.log" <<'PY'
+import signal, sys
+from compiler.service.client import CompilerClient
+from compiler.service.local import LocalServer
+server = LocalServer(port=0)
+server.start()
 try:
-    import google.protobuf as pb; print("protobuf:", pb.__version__)
-except Exception as e:
-    print("protobuf: missing", e)
-print(subprocess.run(["nvidia-smi", "--query-gpu=driver_version,clocks.sm,clocks.max.sm", "--format=csv"],
-                     capture_output=True, text=True).stdout.strip())
+    with CompilerClient(server.address, timeout=30) as client:
+        targets = [t.name for t in client.list_targets().targets]
+        primitives = client.list_primitives().primitives
+        documented = sum(1 for p in primitives if p.doc)
+    print("service: serving on %s; targets %s; %d primitives, %d with ir.proto's comment"
+          % (server.address, ", ".join(targets), len(primitives), documented))
+    assert primitives and documented == len(primitives), "ListPrimitives lacks ir.proto's comments"
+finally:
+    code = server.stop()
+    open(sys.argv[1], "w").write(server.log())
+print("service: SIGTERM -> exit %d" % code)
+sys.exit(code)
 PY
+}
 
-# The GPU tests live beside the runtime and the kernels; other folders hold CPU-only tests.
-[ $# -gt 0 ] || set -- runtime kernels
-python3 -m pytest -p no:cacheprovider -m "gpu or sm_90a" -rA --junitxml="$OUT/gpu-tests.xml" "$@" 2>&1 | tee "$OUT/gpu-tests.log" | grep -E "PASSED|FAILED|ERROR|SKIPPED|passed|failed"
-status=${PIPESTATUS[0]}
-echo "ci/gpu_run.sh: pytest exit status $status"
+step_tests() {
+  local paths=("$@")
+  [ ${#paths[@]} -gt 0 ] || paths=(runtime kernels)
+  "$PY" -m pytest -p no:cacheprovider -m "gpu or sm_90a" -rA --junitxml="$WORK/files/gpu_tests.xml" "${paths[@]}"
+}
 
-if [ "${CAKE_BENCH:-0}" = 1 ]; then
-  timeout 300 python3 -m kernels.gemm.bench --out "$OUT/gemm_h200.json" || status=1
-  timeout 900 python3 -m kernels.kmeans.bench --shapes paper,large,sweep --impls cake,flashlib,flash-kmeans \
-    --lloyd --reps 20 --timeout 400 --out "$OUT/kmeans_h200.json" || status=1
-fi
+step_bench() {
+  local rc=0
+  timeout 300 "$PY" -m kernels.gemm.bench --out "$OUT/gemm_h200.json" || rc=1
+  timeout 900 "$PY" -m kernels.kmeans.bench --shapes paper,large,sweep --impls cake,flashlib,flash-kmeans \
+    --lloyd --reps 20 --timeout 400 --out "$OUT/kmeans_h200.json" || rc=1
+  return $rc
+}
+
+step_agent() {
+  local run=$WORK/runs/h200-paper rc
+  # docs/agent.md's GPU command, with this run's budget and run directory.
+  timeout $((AGENT_SECONDS + 420)) "$PY" -m agent.evolve --task kmeans-assign-paper --gpu on --compiler grpc \
+    --seconds "$AGENT_SECONDS" --run-dir "$run" --plain
+  rc=$?
+  if [ -f "$run/report.md" ]; then
+    cp "$run/report.md" "$OUT/agent_kmeans_assign_paper_h200.md"
+    cp "$run/summary.json" "$OUT/agent_kmeans_assign_paper_h200.json"
+    [ -f "$run/best_so_far.png" ] && cp "$run/best_so_far.png" "$OUT/agent_kmeans_assign_paper_h200_best_so_far.png"
+    sed -i 's/](best_so_far.png)/](agent_kmeans_assign_paper_h200_best_so_far.png)/' "$OUT/agent_kmeans_assign_paper_h200.md"
+  fi
+  [ -d "$run" ] && cp -r "$run" "$WORK/files/agent_run"
+  return $rc
+}
+
+# One record of the machine and the run, rewritten after every step so an interrupted run still says
+# how far it got.
+write_record() {
+  "$PY" - "$OUT/$NAME.json" "${results[@]}" <<'PY'
+import json, platform, subprocess, sys
+out, rows = sys.argv[1], sys.argv[2:]
+def run(*cmd):
+    try:
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=30).stdout.strip()
+    except Exception as e:  # noqa: BLE001  (a record, not a check)
+        return "unavailable: %s" % e
+record = {"python": platform.python_version(), "commit": run("git", "rev-parse", "HEAD"),
+          "nvidia_smi": run("nvidia-smi", "--query-gpu=name,driver_version,clocks.sm,clocks.max.sm", "--format=csv,noheader")}
+try:
+    import torch
+    record["torch"] = torch.__version__
+    record["cuda"] = torch.version.cuda
+    record["gpu"] = torch.cuda.get_device_name(0) if torch.cuda.is_available() else None
+    record["capability"] = list(torch.cuda.get_device_capability(0)) if torch.cuda.is_available() else None
+except Exception as e:  # noqa: BLE001
+    record["torch"] = "unavailable: %s" % e
+try:
+    import google.protobuf, grpc
+    record["protobuf"], record["grpcio"] = google.protobuf.__version__, grpc.__version__
+except Exception as e:  # noqa: BLE001
+    record["protobuf"] = "unavailable: %s" % e
+steps = [dict(zip(("step", "status", "seconds"), r.split())) for r in rows]
+for s in steps:
+    s["seconds"] = int(s["seconds"])
+record["steps"] = steps
+record["passed"] = bool(steps) and all(s["status"] == "passed" for s in steps)
+json.dump(record, open(out, "w"), indent=1)
+print(json.dumps({k: v for k, v in record.items() if k != "steps"}))
+PY
+}
+
+bundle() {
+  tar -czf "$OUT/${NAME}_files.tar.gz" -C "$WORK/files" . 2>>"$LOG" || say "could not bundle $WORK/files"
+}
+
+say "steps: $STEPS; results: $OUT; scratch: $WORK"
+write_record >>"$LOG" 2>&1
+for step in ${STEPS//,/ }; do
+  case "$step" in
+    service|tests|bench|agent) ;;
+    *) say "unknown step '$step' (service, tests, bench, agent)"; status=1; continue ;;
+  esac
+  say "=== $step"
+  start=$(date +%s)
+  if [ "$step" = tests ]; then step_tests "$@" 2>&1 | tee -a "$LOG"; else "step_$step" 2>&1 | tee -a "$LOG"; fi
+  rc=${PIPESTATUS[0]}
+  verdict=passed
+  [ "$rc" = 0 ] || { verdict=failed; status=1; }
+  results+=("$step $verdict $(( $(date +%s) - start ))")
+  say "=== $step $verdict (exit $rc, $(( $(date +%s) - start )) s)"
+  write_record >>"$LOG" 2>&1
+  bundle
+done
+say "$( [ $status = 0 ] && echo passed || echo FAILED ): ${results[*]}"
 exit "$status"
