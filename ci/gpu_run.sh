@@ -96,7 +96,7 @@ step_bench() {
 step_agent() {
   local run=$WORK/runs/h200-paper rc
   # docs/agent.md's GPU command, with this run's budget and run directory.
-  timeout $((AGENT_SECONDS + 420)) "$PY" -m agent.evolve --task kmeans-assign-paper --gpu on --compiler grpc \
+  timeout $((AGENT_SECONDS + 300)) "$PY" -m agent.evolve --task kmeans-assign-paper --gpu on --compiler grpc \
     --seconds "$AGENT_SECONDS" --run-dir "$run" --plain
   rc=$?
   if [ -f "$run/report.md" ]; then
