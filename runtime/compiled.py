@@ -114,7 +114,9 @@ class CompiledKernelRunner:
             self._maps[k] = m
         return m.arg
 
-    def args(self, tensors, scalars, env):
+    def args(self, tensors, scalars, env, keep_maps=True):
+        """The launch's ctypes arguments; keep_maps=False encodes tensor maps without caching them
+        (the cache keeps each mapped tensor alive; runtime/fast_launch.py keys its own)."""
         out = []
         for a in self.md.args:
             if a.kind == artifact_pb2.ARG_KIND_POINTER:
@@ -126,7 +128,10 @@ class CompiledKernelRunner:
             elif a.kind == artifact_pb2.ARG_KIND_SYMBOL:
                 out.append(ctypes.c_int64(env[a.source]))
             elif a.kind == artifact_pb2.ARG_KIND_TENSOR_MAP:
-                out.append(self._tensor_map(a, tensors[a.source]))
+                if keep_maps:
+                    out.append(self._tensor_map(a, tensors[a.source]))
+                else:
+                    out.append(encode_tiled(tensors[a.source], list(a.box), swizzle=SWIZZLE_NAMES[a.swizzle]).arg)
             else:
                 raise LaunchError("argument %r has no kind" % a.name)
         return out

@@ -97,8 +97,12 @@ def verify(contract, outputs, inputs):
     return result.passed, "timed outputs: " + result.message
 
 
-def time_kernel(contract, launch, config=TimingConfig(), shape=None, seed=None):
-    """Time `launch(outputs, inputs)` on the current CUDA device at `shape` (default: tuned)."""
+def time_kernel(contract, launch, config=TimingConfig(), shape=None, seed=None, environment_record=None):
+    """Time `launch(outputs, inputs)` on the current CUDA device at `shape` (default: tuned).
+
+    `environment_record` (from environment.collect) saves a caller timing many shapes the
+    nvidia-smi call per measurement; it should be taken in the same run.
+    """
     device = torch.device("cuda", torch.cuda.current_device())
     shape = dict(contract.tuned_shape if shape is None else shape)
     generator = torch.Generator(device=device).manual_seed(secrets.randbits(62) if seed is None else seed)
@@ -132,7 +136,7 @@ def time_kernel(contract, launch, config=TimingConfig(), shape=None, seed=None):
         shape=shape,
         verified=not failed,
         verification=failed[0] if failed else checks[0][1],
-        environment=environment.collect(device.index),
+        environment=environment_record or environment.collect(device.index),
         times_ms=tuple(times),
         **summarize(times),
     )

@@ -7,16 +7,14 @@ a wrong shape or dtype raises ValueError naming the argument and what it must be
 """
 
 import functools
-import math
 
 import torch
 
-from compiler.build.driver import build
-from kernels.kmeans import tuned
+from compiler.build import prebuilt
+from kernels.kmeans import dispatch, reference, tuned
 from runtime.compiled import CompiledKernelRunner
 
 DTYPES = {torch.bfloat16: "bf16", torch.float16: "f16"}
-MAX_D = 256
 
 
 def _check(x, c):
@@ -44,61 +42,20 @@ def _check(x, c):
     d = x.shape[2]
     if c.shape[2] != d:
         raise ValueError("x and c must have the same feature dim D: %d vs %d" % (d, c.shape[2]))
-    if d % 8 or d > MAX_D:
-        raise ValueError("D must be a multiple of 8 and at most %d (got %d); pad the features with zeros" % (MAX_D, d))
+    if d < 1:
+        raise ValueError("x and c need at least one feature, got D=%d" % d)
     if x.shape[1] < 1 or c.shape[1] < 1:
         raise ValueError("need at least one point and one centroid, got N=%d, K=%d" % (x.shape[1], c.shape[1]))
     return x.contiguous(), c.contiguous(), squeeze
 
 
-def assign_params(d):
-    """The tuned schedule's parameters for feature dim d (tile width d rounded up to 64)."""
-    width = -(-d // 64) * 64
-    if width <= 128:
-        return dict(d=width, block_k=128, stages=3, x_stages=2)
-    return dict(d=width, block_k=64, stages=3, x_stages=1)
-
-
-@functools.lru_cache(maxsize=None)
-def _runner(params, dtype_name):
-    kernel = tuned.assign_sm90a_tuned(dtype=dtype_name, **dict(params))
-    result = build(kernel)
-    if not result.ok:
-        raise RuntimeError("kmeans assign kernel failed to build: %s" % "; ".join(d.message for d in result.diagnostics))
-    return CompiledKernelRunner(result.compiled)
-
-
-_SQ_NORM_BUFFERS = {}
-
-
-def padded_sq_norms(c, block_k):
-    """||c||^2 per centroid in fp32, padded with +inf to a whole number of centroid tiles.
-
-    The buffer is reused per (shape, device), so its tensor map is built once; calls on one
-    stream are ordered, so reuse is safe there.
-    """
-    b, k, _ = c.shape
-    kp = -(-k // block_k) * block_k
-    key = (b, k, kp, c.device)
-    out = _SQ_NORM_BUFFERS.get(key)
-    if out is None:
-        out = torch.full((b, kp), math.inf, dtype=torch.float32, device=c.device)
-        _SQ_NORM_BUFFERS[key] = out
-    cf = c.float()
-    torch.linalg.vecdot(cf, cf, dim=-1, out=out[:, :k])
-    return out
-
-
-def assign_into(x, c, labels):
+def assign_into(x, c, labels, config=None):
     """Write the labels of checked [B, N, D] x and [B, K, D] c into int32 `labels` [B, N]."""
-    params = assign_params(x.shape[2])
-    runner = _runner(tuple(sorted(params.items())), DTYPES[x.dtype])
-    runner(x=x, c=c, c_sq=padded_sq_norms(c, params["block_k"]), labels=labels)
-    return labels
+    return dispatch.assign(x, c, labels, config=config)
 
 
 def _assign(x, c):
-    return assign_into(x, c, torch.empty(x.shape[:2], dtype=torch.int32, device=x.device))
+    return dispatch.assign(x, c)
 
 
 @torch.library.custom_op("cake::kmeans_assign", mutates_args=())
@@ -111,29 +68,43 @@ def _(x, c):
     return x.new_empty(x.shape[:2], dtype=torch.int32)
 
 
-def kmeans_assign(x, c):
+def kmeans_assign(x, c, *, config=None, autotune=False):
     """Nearest centroid (squared Euclidean) of every point: int32 labels [B, N] (or [N]).
 
     x: [B, N, D] or [N, D] points, c: [B, K, D] or [K, D] centroids, both bf16 or both
-    f16 on one CUDA device, D a multiple of 8 up to 256. Ties go to the smaller index.
+    f16 on one CUDA device, any D (kernels up to 256 features; D % 8 != 0 runs on
+    zero-padded copies, D > 256 on the torch reference). Ties go to the smaller index.
+    The schedule variant is picked per shape (kernels/kmeans/dispatch.py); `config`
+    forces one (a name of variants.BY_NAME), `autotune=True` times the cost model's top
+    candidates on these inputs once per shape and remembers the fastest.
     """
+    if config is None and not autotune and not torch.compiler.is_compiling():
+        labels = dispatch.fast_assign(x, c)  # a call on tensors already seen: no checks beyond the cached ones
+        if labels is not None:
+            return labels
     x, c, squeeze = _check(x, c)
-    labels = _assign_op(x, c)
+    if autotune:
+        dispatch.autotune(x, c)
+    if config is not None:
+        labels = dispatch.assign(x, c, config=config)
+    elif torch.compiler.is_compiling():
+        labels = _assign_op(x, c)
+    else:
+        labels = dispatch.assign(x, c)
     return labels[0] if squeeze else labels
 
 
 @functools.lru_cache(maxsize=None)
 def _update_runner(d, dtype_name):
     kernel = tuned.update_sorted(d=-(-d // 32) * 32, dtype=dtype_name)
-    result = build(kernel)
-    if not result.ok:
-        raise RuntimeError("kmeans update kernel failed to build: %s" % "; ".join(d.message for d in result.diagnostics))
-    return CompiledKernelRunner(result.compiled)
+    return CompiledKernelRunner(prebuilt.load(kernel, what="kmeans update d=%d %s" % (d, dtype_name)))
 
 
 def _update(x, labels, c_prev):
     b, n, d = x.shape
     k = c_prev.shape[1]
+    if d % 8 or d > dispatch.MAX_KERNEL_D:  # rows the kernel's vector loads cannot take: the torch update
+        return reference.update(x, labels, c_prev)[0].to(c_prev.dtype)
     sorted_labels, order = torch.sort(labels, dim=1)
     sums = torch.zeros((b, k, d), dtype=torch.float32, device=x.device)
     counts = torch.zeros((b, k), dtype=torch.int32, device=x.device)
@@ -197,10 +168,17 @@ def kmeans(x, k, iters=20, tol=1e-4, init="random", generator=None):
     x3 = x[None] if squeeze else x
     c = _initial_centroids(x3, k, init, generator)
     x3, c, _ = _check(x3, c)
+    d = x3.shape[2]
+    if d % 8 and d < dispatch.MAX_KERNEL_D:  # pad once for the whole loop, not per assignment
+        pad = (0, -(-d // 8) * 8 - d)
+        x3, c = torch.nn.functional.pad(x3, pad), torch.nn.functional.pad(c, pad)
+    compiling = torch.compiler.is_compiling()
     labels = None
     for _ in range(iters):
-        labels = _assign_op(x3, c)
-        c_new = _update_op(x3, labels, c)
+        # Eager calls skip the custom op's dispatch: x stays put, so each iteration's assignment
+        # reuses its prepared launch and computes the new centroids' norms once.
+        labels = _assign_op(x3, c) if compiling else dispatch.assign(x3, c)
+        c_new = _update_op(x3, labels, c) if compiling else _update(x3, labels, c)
         if tol > 0:
             shift = float(torch.linalg.vector_norm((c_new - c).float()) / torch.linalg.vector_norm(c.float()).clamp_min(1e-30))
             c = c_new
@@ -208,4 +186,5 @@ def kmeans(x, k, iters=20, tol=1e-4, init="random", generator=None):
                 break
         else:
             c = c_new
+    c = c[..., :d].contiguous() if c.shape[2] != d else c
     return (c[0], labels[0]) if squeeze else (c, labels)

@@ -1,10 +1,9 @@
-"""The tuned kernels the KMeans API runs verify clean (no diagnostic at all) for every parameter set it uses."""
+"""The tuned kernels the KMeans API runs verify clean (no diagnostic at all): every dispatch variant and the sorted update."""
 
 import pytest
 
 from compiler.verify import format_diagnostic, verify
-from kernels.kmeans import tuned
-from kernels.kmeans.api import assign_params
+from kernels.kmeans import tuned, variants
 
 
 def _clean(kernel):
@@ -12,10 +11,9 @@ def _clean(kernel):
     assert diags == [], "\n".join(format_diagnostic(d) for d in diags)
 
 
-@pytest.mark.parametrize("consumers", [2, 3, 4])
-@pytest.mark.parametrize("d", [64, 128, 256])
-def test_tuned_assign_verifies_for_the_apis_parameters(consumers, d):
-    _clean(tuned.assign_sm90a_tuned(consumers=consumers, **assign_params(d)))
+@pytest.mark.parametrize("variant", variants.VARIANTS, ids=lambda v: v.name)
+def test_every_dispatch_variant_verifies(variant):
+    _clean(variant.kernel("bf16"))
 
 
 @pytest.mark.parametrize("dtype", ["bf16", "f16"])

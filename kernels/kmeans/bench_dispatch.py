@@ -1,0 +1,374 @@
+"""Tune the KMeans dispatcher on the GPU, then validate it beside flashlib on shapes the tuning never saw.
+
+One run, in this order:
+1. tune: for every bucket of domain.json (D tile x K x B*N) whose representative shape
+   is under the work cap, time the cost model's top candidates with the runtime's timer
+   (cold L2, CUDA events, median; the timed outputs verified) and keep the fastest:
+   the tuning database (--db, kernels/kmeans/tuning/h200.json's layout);
+2. validate: shapes drawn from the domain (log-uniform per symbol, seeded, under the
+   work cap, none of them a tuning shape), each checked by the runtime's oracle
+   (normal and clustered inputs) and then timed, ours through kmeans_assign's dispatcher
+   and flashlib 0.4.0's `euclid_assign_triton(x, c, out=labels)` as its users call it
+   by default (use_heuristic=True: its H200 table picks the config, no autotune; it
+   computes c_sq on every call). Its Triton kernels take N, K and D as constexprs, so
+   each new shape compiles once: worker processes compile them ahead (compile-only
+   launches) while step 1 runs, and no compile time is in any figure;
+3. host cost: 1,000 back-to-back calls at a tiny shape, host clock, ours and flashlib's.
+Rows are appended to --out as they finish (JSON lines) and gathered into the result
+file (benchmarks/results/kmeans_dispatch_h200.json's layout) at the end or the deadline.
+
+    python3 -m kernels.kmeans.bench_dispatch --out-dir $OUT [--shapes 440] [--deadline-s 170]
+"""
+
+import argparse
+import json
+import math
+import multiprocessing
+import os
+import random
+import sys
+import time
+
+WORK_CAP_FLOPS = 4e11  # 2 B N K D: about 0.7 ms at our rate; keeps 440 shapes inside the device budget
+BYTES_CAP = 2 << 30  # points and centroids: 2 GiB
+SEED = 16
+
+
+def flops(s):
+    return 2.0 * s["B"] * s["N"] * s["K"] * s["D"]
+
+
+def in_caps(s):
+    return flops(s) <= WORK_CAP_FLOPS and 2 * s["B"] * (s["N"] + s["K"]) * s["D"] <= BYTES_CAP
+
+
+def tuning_plan():
+    """The buckets tuned on the GPU: (key, representative shape) for those under the caps."""
+    from kernels.kmeans import dispatch
+
+    return [(key, shape) for key, shape in dispatch.kernel_buckets() if in_caps(shape)]
+
+
+def validation_shapes(count, tuned):
+    """`count` kernel-path shapes (D a multiple of 8 up to 256) from the domain, none of them a tuning shape."""
+    from kernels.kmeans import dispatch
+
+    rng = random.Random(SEED)
+    seen = {tuple(sorted(s.items())) for _, s in tuned}
+
+    def accept(s):
+        return s["D"] % 8 == 0 and s["D"] <= 256 and in_caps(s) and tuple(sorted((k, v) for k, v in s.items() if k != "dtype")) not in seen
+
+    dom = dispatch.DOMAIN
+    shapes = []
+    while len(shapes) < count:
+        (s,) = dom.sample(rng, 1, accept=lambda s: accept(dict(s, D=-(-s["D"] // 8) * 8)))
+        s["D"] = -(-s["D"] // 8) * 8
+        shapes.append(s)
+    return shapes
+
+
+def fallback_shapes():
+    """Shapes on the other paths: D % 8 != 0 (zero-padded copies) and D > 256 (torch)."""
+    return [{"B": 1, "N": 100000, "K": 100, "D": 3, "dtype": "bf16"}, {"B": 4, "N": 50000, "K": 64, "D": 100, "dtype": "bf16"},
+            {"B": 1, "N": 200000, "K": 256, "D": 300, "dtype": "bf16"}, {"B": 1, "N": 100000, "K": 100, "D": 768, "dtype": "f16"}]
+
+
+def _flashlib_compile(shapes):
+    """Worker: compile flashlib's kernels for `shapes` without launching them (its wrapper's own arguments)."""
+    import torch
+    import triton.runtime.jit as jit
+
+    def compile_only(self, grid):
+        return lambda *args, **kwargs: self.run(*args, grid=grid, warmup=True, **kwargs)
+
+    jit.JITFunction.__getitem__ = compile_only
+    from flashlib.primitives.kmeans.triton.assign import euclid_assign_triton
+
+    done = 0
+    for s in shapes:
+        dt = getattr(torch, {"bf16": "bfloat16", "f16": "float16"}[s["dtype"]])
+        x = torch.empty((s["B"], s["N"], s["D"]), dtype=dt, device="cuda")
+        c = torch.empty((s["B"], s["K"], s["D"]), dtype=dt, device="cuda")
+        out = torch.empty((s["B"], s["N"]), dtype=torch.int32, device="cuda")
+        try:
+            euclid_assign_triton(x, c, out=out)
+            done += 1
+        except Exception as e:  # noqa: BLE001  (the main process meets the same error and records it)
+            print("flashlib compile %s: %s" % (s, e), file=sys.stderr)
+        del x, c, out
+    return done
+
+
+def start_flashlib_compiles(shapes, workers):
+    ctx = multiprocessing.get_context("spawn")
+    pool = ctx.Pool(workers)
+    chunks = [shapes[i::workers] for i in range(workers)]
+    return pool, pool.map_async(_flashlib_compile, chunks)
+
+
+def timing_config(shape):
+    from runtime.timing import TimingConfig
+
+    f = flops(shape)
+    reps = 20 if f < 2e9 else 10 if f < 5e10 else 6
+    return TimingConfig(warmup=3, reps=reps, input_sets=2)
+
+
+def write_candidates(path=None, top=3):
+    """Every kernel-path bucket's cost-model ranking at its representative shape (made on CPU, committed)."""
+    from kernels.kmeans import dispatch, variants
+
+    plan = {}
+    for key, shape in dispatch.kernel_buckets():
+        ranked = variants.rank(shape)
+        plan[key] = {"shape": shape, "top": [v.name for v in ranked[:top]], "tuned_on_gpu": in_caps(shape),
+                     "predicted_us": {v.name: round(variants.predicted_seconds(v, shape) * 1e6, 2) for v in ranked}}
+    with open(path or dispatch.CANDIDATES, "w") as f:
+        json.dump({"how": "compiler.analysis cost model (calibration.json, device sm_90a/H200) at each bucket's "
+                          "representative shape (dispatch.representative), every admissible variant ranked; the "
+                          "tuner times the top %d where tuned_on_gpu, the dispatcher takes the first elsewhere" % top,
+                   "buckets": plan}, f, indent=1)
+        f.write("\n")
+
+
+def tune(env, deadline, log):
+    """The tuning database: per bucket, the fastest of the cost model's top 3 by the runtime's timer."""
+    import torch
+
+    from kernels.kmeans import api, dispatch, variants
+    from kernels.kmeans.contract import assign_contract
+    from runtime.timing import time_kernel
+    from runtime.tuning_db import TuningDB
+
+    db = TuningDB(dispatch.DOMAIN.op, torch.cuda.get_device_name(0), dispatch.toolchain() or "",
+                  made={"by": "kernels/kmeans/bench_dispatch.py (tune)",
+                        "how": "per bucket of domain.json: the representative shape (B=1, N and K at the geometric centre "
+                               "of the bucket, D at the tile), the cost model's top 3 admissible variants, each timed "
+                               "by runtime.timing.time_kernel (cold L2, CUDA events, median, outputs verified); the "
+                               "fastest verified one wins. Buckets whose representative is above %.0e flops keep the "
+                               "cost model's choice." % WORK_CAP_FLOPS,
+                        "date": time.strftime("%Y-%m-%d"), "commit": os.environ.get("CAKE_COMMIT", "")})
+    with open(dispatch.CANDIDATES) as f:
+        plan = json.load(f)["buckets"]
+    for key, item in plan.items():
+        shape = item["shape"]
+        if not item["tuned_on_gpu"]:
+            continue
+        if time.time() > deadline:
+            log("tune: deadline reached; remaining buckets keep the cost model's choice")
+            break
+        contract = assign_contract([shape])
+        times = {}
+        for v in (variants.BY_NAME[name] for name in item["top"]):
+            def launch(outputs, inputs, v=v):
+                api.assign_into(inputs[0], inputs[1], outputs[0], config=v.name)
+
+            try:
+                t = time_kernel(contract, launch, timing_config(shape), environment_record=env)
+            except Exception as e:  # noqa: BLE001
+                log("tune %s %s: %s" % (shape, v.name, e))
+                continue
+            if t.verified:
+                times[v.name] = t.median_ms
+        if times:
+            best = min(times, key=times.get)
+            db.remember(key, best, shape, times, "runtime timer, top 3 by the cost model")
+            log("tune %s -> %s %s" % (key, best, {k: round(v, 4) for k, v in times.items()}))
+    return db
+
+
+def measure(shape, impls, env):
+    import dataclasses
+
+    import torch
+
+    from kernels.kmeans.contract import assign_contract
+    from runtime.check import check_kernel
+    from runtime.distributions import CLUSTERED, NORMAL
+    from runtime.timing import time_kernel
+
+    dtype = {"bf16": torch.bfloat16, "f16": torch.float16}[shape["dtype"]]
+    dims = {k: shape[k] for k in ("B", "N", "K", "D")}
+    contract = dataclasses.replace(assign_contract([dims], dtype), distributions=(NORMAL, CLUSTERED))
+    row = {"shape": dict(shape), "impls": {}}
+    for name, launch in impls.items():
+        entry = {}
+        try:
+            checked = check_kernel(contract, launch)
+            entry["check"] = {"passed": checked.passed, "message": checked.message}
+            if checked.passed:
+                t = time_kernel(contract, launch, timing_config(shape), environment_record=env)
+                entry.update(median_ms=t.median_ms, p10_ms=t.p10_ms, p90_ms=t.p90_ms, reps=t.reps, verified=t.verified,
+                             tflops=flops(shape) / t.median_ms / 1e9)
+        except Exception as e:  # noqa: BLE001  (one implementation's failure costs only its entry)
+            entry["check"] = {"passed": False, "message": "error: %s" % str(e)[:500]}
+        row["impls"][name] = entry
+    base = row["impls"].get("flashlib", {}).get("median_ms")
+    ours = row["impls"].get("cake", {}).get("median_ms")
+    if base and ours:
+        row["speedup_vs_flashlib"] = base / ours
+    return row
+
+
+def impls():
+    from flashlib.primitives.kmeans.triton.assign import euclid_assign_triton
+
+    from kernels.kmeans import api
+
+    def cake(outputs, inputs):
+        api.assign_into(inputs[0], inputs[1], outputs[0])
+
+    def flashlib(outputs, inputs):
+        euclid_assign_triton(inputs[0], inputs[1], out=outputs[0])
+
+    return {"cake": cake, "flashlib": flashlib}
+
+
+def host_cost(calls=1000):
+    """Host microseconds per call: `calls` back-to-back calls at a tiny shape (B=1, N=1024, K=16, D=32)."""
+    import torch
+
+    from flashlib.primitives.kmeans.triton.assign import euclid_assign_triton
+
+    from kernels.kmeans import api, dispatch
+
+    x = torch.randn(1, 1024, 32, device="cuda").to(torch.bfloat16)
+    c = torch.randn(1, 16, 32, device="cuda").to(torch.bfloat16)
+    fns = {"cake": lambda: api.kmeans_assign(x, c), "flashlib": lambda: euclid_assign_triton(x, c),
+           "cake_picker_only": lambda: dispatch.picker(0).pick(1, 1024, 16, 32)}
+    out = {}
+    for name, fn in fns.items():
+        for _ in range(50):
+            fn()
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        t1 = time.perf_counter()
+        torch.cuda.synchronize()
+        out[name] = (t1 - t0) / calls * 1e6
+    # A CUDA graph of the same call: what is left when the host is out of the loop.
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        api.kmeans_assign(x, c)
+    g.replay()
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    for _ in range(calls):
+        g.replay()
+    torch.cuda.synchronize()
+    out["cake_graph_replay_with_sync"] = (time.perf_counter() - t0) / calls * 1e6
+    return {"shape": {"B": 1, "N": 1024, "K": 16, "D": 32, "dtype": "bf16"}, "calls": calls, "us_per_call": out,
+            "how": "time.perf_counter around %d back-to-back calls after 50 warm-up calls, no synchronisation inside" % calls}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out-dir", required=True)
+    ap.add_argument("--shapes", type=int, default=440)
+    ap.add_argument("--deadline-s", type=float, default=170.0)
+    ap.add_argument("--tune-s", type=float, default=45.0)
+    ap.add_argument("--workers", type=int, default=12)
+    args = ap.parse_args()
+    t_start = time.time()
+    deadline = t_start + args.deadline_s
+    os.makedirs(args.out_dir, exist_ok=True)
+    rows_path = os.path.join(args.out_dir, "kmeans_dispatch_rows.jsonl")
+    log_file = open(os.path.join(args.out_dir, "kmeans_dispatch.log"), "a")
+
+    def log(msg):
+        line = "[%6.1fs] %s" % (time.time() - t_start, msg)
+        print(line, flush=True)
+        log_file.write(line + "\n")
+        log_file.flush()
+
+    tuned = tuning_plan()
+    shapes = validation_shapes(args.shapes, tuned)
+    fallback = fallback_shapes()
+    host_shape = {"B": 1, "N": 1024, "K": 16, "D": 32, "dtype": "bf16"}
+    pool, pending = start_flashlib_compiles(shapes + fallback + [host_shape], args.workers)
+    log("flashlib compiles started: %d shapes on %d workers" % (len(shapes) + len(fallback), args.workers))
+
+    import torch
+
+    from kernels.kmeans import dispatch
+    from runtime import environment
+
+    env = environment.collect(0)
+    log("machine: %s" % json.dumps(env))
+    db = tune(env, min(deadline, time.time() + args.tune_s), log)
+    db_path = os.path.join(dispatch.TUNING_DIR, "h200.json")
+    db.save(db_path)
+    db.save(os.path.join(args.out_dir, "kmeans_tuning_h200.json"))
+    dispatch._pickers.clear()
+    dispatch._states.clear()
+    log("tuned %d buckets; database at %s" % (len(db.entries), db_path))
+
+    # No wait: the workers take the shapes in validation order, ahead of the main process;
+    # one it reaches first it compiles itself (Triton's cache makes the two compiles agree).
+    log("flashlib compiles %s" % ("finished: %d" % sum(pending.get()) if pending.ready() else "still running"))
+
+    rows = []
+    fns = impls()
+    with open(rows_path, "w") as rows_file:
+        for i, shape in enumerate(shapes + fallback):
+            if time.time() > deadline - 12:
+                log("validation: deadline reached after %d shapes" % i)
+                break
+            path = dispatch.explain(shape)
+            row = measure(shape, fns, env)
+            row.update(path)
+            row["bucket"] = dispatch.bucket_key(shape["B"], shape["N"], shape["K"], -(-shape["D"] // 8) * 8)
+            row["set"] = "fallback paths" if shape in fallback else "kernel path, untuned"
+            row["flops"] = flops(shape)
+            rows.append(row)
+            rows_file.write(json.dumps(row) + "\n")
+            rows_file.flush()
+            if i % 20 == 0:
+                log("%d/%d %s %s" % (i, len(shapes) + len(fallback), shape, row.get("speedup_vs_flashlib")))
+    log("flashlib compiles %s" % ("finished: %d" % sum(pending.get()) if pending.ready() else "unfinished"))
+    pool.terminate()  # before the host-clock measurement: no other process on the CPUs
+    host = host_cost()
+    log("host: %s" % json.dumps(host))
+    kernel_rows = [r for r in rows if r["set"].startswith("kernel") and "speedup_vs_flashlib" in r
+                   and all(e.get("check", {}).get("passed") for e in r["impls"].values())]
+    speedups = [r["speedup_vs_flashlib"] for r in kernel_rows]
+    summary = {
+        "shapes_measured": len(rows),
+        "kernel_path_shapes_compared": len(kernel_rows),
+        "geomean_speedup_vs_flashlib": math.exp(sum(map(math.log, speedups)) / len(speedups)) if speedups else None,
+        "min_speedup_vs_flashlib": min(speedups) if speedups else None,
+        "below_1x": sum(s < 1.0 for s in speedups),
+        "checks_failed": {name: sum(not r["impls"].get(name, {}).get("check", {}).get("passed") for r in rows)
+                          for name in fns},
+        "device_seconds_in_script": time.time() - t_start,
+    }
+    log("summary: %s" % json.dumps(summary))
+    result = {
+        "machine": dict(env, cake_commit=os.environ.get("CAKE_COMMIT", ""), date=time.strftime("%Y-%m-%d"),
+                        triton=_version("triton"), flashlib=_version("flashlib")),
+        "how": {"tuning": db.made["how"], "validation": __doc__.split("2. ")[1].split("3. ")[0].strip(),
+                "work_cap_flops": WORK_CAP_FLOPS, "bytes_cap": BYTES_CAP, "seed": SEED,
+                "norms": "cake computes ||c||^2 once per centroid tensor and version (reps reuse it); flashlib "
+                         "computes c_sq inside every call, as its default does"},
+        "summary": summary,
+        "host_us": host,
+        "assign": rows,
+    }
+    with open(os.path.join(args.out_dir, "kmeans_dispatch_h200.json"), "w") as f:
+        json.dump(result, f, indent=1, default=str)
+    log("wrote %s" % os.path.join(args.out_dir, "kmeans_dispatch_h200.json"))
+
+
+def _version(name):
+    import importlib.metadata
+
+    try:
+        return importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,374 @@
+"""The KMeans assignment dispatcher: shape -> variant, and the launch path with microseconds of host cost.
+
+Choosing (`pick`), in order, for a problem (B, N, K, D):
+1. `config=` when the caller forces a variant (a name from variants.BY_NAME or an
+   AssignVariant); it must admit D.
+2. A measured winner: an exact shape autotuned in this process (`autotune=True`), else
+   the tuning database's entry for the shape's bucket (kernels/kmeans/tuning/*.json,
+   keyed by device, toolchain and bucket: domain.json's D, K and B*N edges).
+3. The cost model's choice among the variants on D's tile (variants.rank).
+Running: the chosen variant's prebuilt kernel (compiler/build/prebuilt.py; JIT with a
+warning when it is absent); if it cannot be loaded, the generic bounds-checked variant
+(variants.GENERIC); if that cannot either, the torch reference. D % 8 != 0 runs on
+zero-padded copies (zero features move no distance); D > 256 runs the torch reference
+(reference.assign: fp32 scores, chunked), as no variant holds more than 256 features.
+So every shape of the domain gets labels; `explain(shape)` says which path it takes.
+
+The launch path (`assign`) keeps, per (x, c addresses, shape, dtype, device): the
+picked variant, its prepared launch (runtime/fast_launch.py: arguments and tensor maps
+built and checked once) and c's padded squared norms, recomputed only when c is another
+tensor or its version counter moved (every in-place torch op bumps it), and always
+under CUDA graph capture, so a captured graph recomputes them on every replay. A call
+then costs the checks of its arguments, one output allocation and one driver launch.
+"""
+
+import json
+import math
+import os
+import weakref
+from bisect import bisect_left
+
+import torch
+
+from compiler.build import prebuilt
+from kernels.kmeans import reference, variants
+from runtime.compiled import CompiledKernelRunner
+from runtime.fast_launch import FastLaunch
+from runtime.shape_domain import Domain
+from runtime.tuning_db import TuningDB, select
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+DOMAIN = Domain.load(os.path.join(HERE, "domain.json"))
+TUNING_DIR = os.path.join(HERE, "tuning")
+CANDIDATES = os.path.join(TUNING_DIR, "candidates.json")  # the cost model's ranking per bucket: not a database
+MAX_KERNEL_D = variants.D_TILES[-1]
+DTYPE_NAMES = {torch.bfloat16: "bf16", torch.float16: "f16"}
+_D_EDGES = DOMAIN.buckets["D"]
+_K_EDGES = DOMAIN.buckets["K"]
+_R_EDGES = DOMAIN.buckets["B*N"]
+# Whether torch's current stream is capturing a CUDA graph (the C entry point: no wrapper on the per-call path).
+_capturing = torch._C._cuda_isCurrentStreamCapturing if torch.backends.cuda.is_built() else (lambda: False)
+MAX_STATES = 256  # launch states kept (one per distinct (x, c) pair); beyond it the cache is cleared
+
+def bucket_key(b, n, k, d):
+    """The tuning database's key of a shape: its D, K and B*N bucket indices."""
+    return "D%d/K%d/R%d" % (bisect_left(_D_EDGES, d), bisect_left(_K_EDGES, k), bisect_left(_R_EDGES, b * n))
+
+
+def kernel_d(d):
+    """The feature count the kernel runs with: d rounded up to a multiple of 8 (None above 256)."""
+    dp = -(-d // 8) * 8
+    return dp if dp <= MAX_KERNEL_D else None
+
+
+def representative(di, ki, ri):
+    """The shape standing for bucket (D index, K index, B*N index): B = 1, D at the tile, N and K at the geometric centre."""
+    k_lo, k_hi = DOMAIN.bucket_range("K", ki)
+    r_lo, r_hi = DOMAIN.bucket_range("B*N", ri)
+    n = min(int(math.sqrt(r_lo * r_hi)), DOMAIN.symbols["N"][1])
+    return {"B": 1, "N": n, "K": max(2, int(math.sqrt(k_lo * k_hi))), "D": _D_EDGES[di]}
+
+
+def kernel_buckets():
+    """Every bucket on the kernel path (D up to 256): (key, representative shape)."""
+    out = []
+    for di, d in enumerate(_D_EDGES):
+        if d > MAX_KERNEL_D:
+            continue
+        for ki in range(len(_K_EDGES)):
+            for ri in range(len(_R_EDGES)):
+                out.append(("D%d/K%d/R%d" % (di, ki, ri), representative(di, ki, ri)))
+    return out
+
+
+def _load_plan():
+    """Each bucket's cost-model ranking, computed offline (tuning/candidates.json; bench_dispatch.write_candidates)."""
+    try:
+        with open(CANDIDATES) as f:
+            return {key: item["top"][0] for key, item in json.load(f)["buckets"].items()}
+    except (OSError, ValueError, KeyError, IndexError):
+        return {}
+
+
+class Picker:
+    """Shape -> (variant, how it was chosen), memoised per exact shape."""
+
+    def __init__(self, dbs=(), plan=None):
+        self.dbs = list(dbs)
+        self.plan = _load_plan() if plan is None else plan  # bucket -> the cost model's first variant
+        self.exact = {}  # (b, n, k, d) -> variant measured here by autotune
+        self._memo = {}
+
+    def pick(self, b, n, k, d):
+        key = (b, n, k, d)
+        hit = self._memo.get(key)
+        if hit is not None:
+            return hit
+        hit = self._choose(b, n, k, d)
+        if len(self._memo) > 4096:
+            self._memo.clear()
+        self._memo[key] = hit
+        return hit
+
+    def _choose(self, b, n, k, d):
+        v = self.exact.get((b, n, k, d))
+        if v is not None:
+            return v, "autotuned"
+        bucket = bucket_key(b, n, k, d)
+        for db in self.dbs:
+            name = db.lookup(bucket)
+            v = variants.BY_NAME.get(name)
+            if v is not None and v.admits(d):
+                return v, "tuned (%s)" % os.path.basename(db.path or "database")
+        v = variants.BY_NAME.get(self.plan.get(bucket))
+        if v is not None and v.admits(d):
+            return v, "cost model (offline, at the bucket's representative)"
+        return variants.rank({"B": b, "N": n, "K": k, "D": d}, top=1)[0], "cost model"
+
+    def remember(self, b, n, k, d, variant):
+        self.exact[(b, n, k, d)] = variant
+        self._memo.pop((b, n, k, d), None)
+
+
+_pickers = {}  # device index -> Picker
+
+
+def device_name(index):
+    return torch.cuda.get_device_name(index)
+
+
+def toolchain():
+    """The toolchain of the prebuilt kernels (what the tuning was measured with), or None."""
+    found = prebuilt.find(variants.GENERIC.kernel())
+    return found.toolchain if found is not None else None
+
+
+def picker(index):
+    p = _pickers.get(index)
+    if p is None:
+        paths = sorted(os.path.join(TUNING_DIR, f) for f in os.listdir(TUNING_DIR)
+                       if f.endswith(".json") and os.path.join(TUNING_DIR, f) != CANDIDATES)
+        p = _pickers[index] = Picker(select(paths, DOMAIN.op, device_name(index), toolchain()))
+        _load_user_entries(p, index)
+    return p
+
+
+def _load_user_entries(p, index):
+    """Shapes autotuned by earlier processes on this device (the user's tuning database)."""
+    path = user_db_path(index)
+    try:
+        db = TuningDB.load(path)
+    except (OSError, ValueError):
+        return
+    for entry in db.entries.values():
+        v, s = variants.BY_NAME.get(entry.get("variant")), entry.get("shape", {})
+        if v is not None and v.admits(s.get("D", 0)):
+            p.exact[(s["B"], s["N"], s["K"], s["D"])] = v
+
+
+_launchers = {}  # (variant, dtype name, device index) -> FastLaunch, or the exception loading it raised
+
+
+def launcher(variant, dtype_name, index):
+    """The loaded kernel of `variant` (prebuilt, else compiled here); raises when neither works."""
+    key = (variant, dtype_name, index)
+    got = _launchers.get(key)
+    if got is None:
+        try:
+            with torch.cuda.device(index):
+                compiled = prebuilt.load(variant.kernel(dtype_name), what="kmeans assign %s %s" % (variant.name, dtype_name))
+                got = FastLaunch(CompiledKernelRunner(compiled), late=("labels",))
+        except Exception as e:  # noqa: BLE001  (remembered: the dispatcher falls back, and says why in explain)
+            got = e
+        _launchers[key] = got
+    if isinstance(got, Exception):
+        raise got
+    return got
+
+
+class _State:
+    """What one (x, c) pair's calls reuse: the variant, its prepared launch, c's norm buffer."""
+
+    __slots__ = ("variant", "how", "launch", "prepared", "c_sq", "c_ref", "c_version", "k", "index")
+
+    def __init__(self, variant, how, launch, prepared, c_sq, k, index):
+        self.variant, self.how, self.launch, self.prepared = variant, how, launch, prepared
+        self.c_sq, self.k, self.index = c_sq, k, index
+        self.c_ref, self.c_version = None, -1
+
+    def norms(self, c):
+        """c's squared norms into the padded buffer, unless this very tensor's are there already."""
+        if self.c_ref is not None and self.c_ref() is c and c._version == self.c_version \
+                and not _capturing():
+            return
+        cf = c.float()
+        torch.linalg.vecdot(cf, cf, dim=-1, out=self.c_sq[:, : self.k])
+        self.c_ref, self.c_version = weakref.ref(c), c._version
+
+
+_states = {}
+
+
+def _state(x, c, variant, how):
+    b, n, d = x.shape
+    k = c.shape[1]
+    index = x.device.index
+    launch = launcher(variant, DTYPE_NAMES[x.dtype], index)
+    c_sq = torch.full((b, variant.kp(k)), float("inf"), dtype=torch.float32, device=x.device)
+    labels = torch.empty((b, n), dtype=torch.int32, device=x.device)
+    prepared = launch.prepare({"x": x, "c": c, "c_sq": c_sq, "labels": labels})
+    return _State(variant, how, launch, prepared, c_sq, k, index)
+
+
+def _kernel_state(x, c, variant=None, how=None):
+    """A launch state for checked, contiguous [B, N, D] x and [B, K, D] c with D % 8 == 0 and D <= 256."""
+    b, n, d = x.shape
+    k = c.shape[1]
+    if variant is None:
+        variant, how = picker(x.device.index).pick(b, n, k, d)
+    try:
+        return _state(x, c, variant, how)
+    except Exception as first:  # noqa: BLE001
+        if variant == variants.GENERIC:
+            raise
+        try:
+            return _state(x, c, variants.GENERIC, "generic (%s failed: %s)" % (variant.name, first))
+        except Exception:  # noqa: BLE001
+            raise first from None
+
+
+def _run(state, x, c, labels):
+    state.norms(c)
+    state.launch.launch(state.prepared, state.index, labels=labels)
+
+
+def assign(x, c, labels=None, config=None):
+    """Labels of checked [B, N, D] x and [B, K, D] c (same dtype, device; contiguous), any D.
+
+    Writes into `labels` (int32 [B, N]) when given. `config` forces a variant.
+    """
+    b, n, d = x.shape
+    k = c.shape[1]
+    if labels is None:
+        labels = torch.empty((b, n), dtype=torch.int32, device=x.device)
+    dk = kernel_d(d)
+    if dk is None:
+        labels.copy_(reference.assign(x, c))
+        return labels
+    if dk != d:
+        pad = (0, dk - d)
+        x, c = torch.nn.functional.pad(x, pad), torch.nn.functional.pad(c, pad)
+    variant = forced(config, dk) if config is not None else None
+    key = (x.data_ptr(), c.data_ptr(), b, n, k, dk, x.dtype, x.device.index) + ((variant,) if variant else ())
+    state = _states.get(key)
+    if state is None:
+        try:
+            state = _kernel_state(x, c, variant, "config" if variant else None)
+        except Exception:  # noqa: BLE001  (no kernel could be loaded: the torch path)
+            if variant is not None:
+                raise
+            labels.copy_(reference.assign(x, c))
+            return labels
+        if dk == d:  # padded copies are fresh tensors: their addresses say nothing about the next call
+            if len(_states) >= MAX_STATES:
+                _states.clear()
+            _states[key] = state
+    _run(state, x, c, labels)
+    return labels
+
+
+def fast_assign(x, c):
+    """The per-call path for plain contiguous CUDA [B, N, D] tensors already seen; None otherwise.
+
+    None sends the caller down the checked path (which prepares the state this path reuses).
+    """
+    if type(x) is not torch.Tensor or type(c) is not torch.Tensor:
+        return None
+    xs, cs = x.shape, c.shape
+    if len(xs) != 3 or len(cs) != 3:
+        return None
+    state = _states.get((x.data_ptr(), c.data_ptr(), xs[0], xs[1], cs[1], xs[2], x.dtype, x.device.index))
+    if state is None or c.dtype is not x.dtype or cs[0] != xs[0] or cs[2] != xs[2] or c.device != x.device \
+            or not x.is_contiguous() or not c.is_contiguous():
+        return None
+    labels = torch.empty((xs[0], xs[1]), dtype=torch.int32, device=x.device)
+    _run(state, x, c, labels)
+    return labels
+
+
+def forced(config, d):
+    """The variant `config` names (a name or an AssignVariant), checked to admit `d` features."""
+    v = config if isinstance(config, variants.AssignVariant) else variants.BY_NAME.get(config)
+    if v is None:
+        raise ValueError("config must be an AssignVariant or one of the variant names (e.g. %s), got %r"
+                         % (variants.GENERIC.name, config))
+    if not v.admits(d):
+        raise ValueError("config %s holds up to %d features; this problem has %d" % (v.name, v.d, d))
+    return v
+
+
+def explain(shape):
+    """How a shape (B, N, K, D) would run: {"path", "variant", "how"} (no GPU work)."""
+    b, n, k, d = shape["B"], shape["N"], shape["K"], shape["D"]
+    dk = kernel_d(d)
+    if dk is None:
+        return {"path": "torch reference (D > %d)" % MAX_KERNEL_D, "variant": None, "how": "domain"}
+    index = torch.cuda.current_device() if torch.cuda.is_available() else None
+    p = picker(index) if index is not None else Picker()
+    v, how = p.pick(b, n, k, dk)
+    return {"path": "kernel" if dk == d else "kernel on zero-padded features (D %% 8 != 0)", "variant": v.name, "how": how}
+
+
+def autotune(x, c, top=3, reps=5):
+    """Time the cost model's `top` variants on these inputs, remember the fastest for this shape; its name.
+
+    The result is kept for this process and written to the user's tuning database
+    (compiler/locations.py's state directory), which later processes read too.
+    """
+    b, n, d = x.shape
+    k = c.shape[1]
+    dk = kernel_d(d)
+    if dk is None or dk != d:
+        raise ValueError("autotune runs on kernel-path shapes (D a multiple of 8 up to %d), got D=%d" % (MAX_KERNEL_D, d))
+    index = x.device.index
+    labels = torch.empty((b, n), dtype=torch.int32, device=x.device)
+    times = {}
+    for v in variants.rank({"B": b, "N": n, "K": k, "D": d}, top=top):
+        try:
+            state = _state(x, c, v, "autotune")
+        except Exception:  # noqa: BLE001  (a variant that cannot load is not a candidate)
+            continue
+        _run(state, x, c, labels)
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(reps):
+            _run(state, x, c, labels)
+        end.record()
+        end.synchronize()
+        times[v.name] = start.elapsed_time(end) / reps
+    if not times:
+        raise RuntimeError("autotune: no variant for D=%d could be loaded" % d)
+    best = variants.BY_NAME[min(times, key=times.get)]
+    picker(index).remember(b, n, k, d, best)
+    _states.pop((x.data_ptr(), c.data_ptr(), b, n, k, d, x.dtype, index), None)
+    _save_user_entry(index, {"B": b, "N": n, "K": k, "D": d}, best, times)
+    return best.name
+
+
+def user_db_path(index):
+    from compiler import locations
+
+    safe = "".join(ch if ch.isalnum() else "_" for ch in device_name(index))
+    return os.path.join(locations.state_dir(), "tuning", "kmeans_assign_%s.json" % safe)
+
+
+def _save_user_entry(index, shape, variant, times):
+    path = user_db_path(index)
+    try:
+        db = TuningDB.load(path) if os.path.exists(path) else TuningDB(DOMAIN.op, device_name(index), toolchain() or "",
+                                                                        made={"by": "kmeans_assign(autotune=True)"})
+        key = "exact/B%d/N%d/K%d/D%d" % (shape["B"], shape["N"], shape["K"], shape["D"])
+        db.remember(key, variant.name, shape, times, "autotune: top variants by the cost model, CUDA events")
+        db.save(path)
+    except OSError:
+        pass  # an unwritable state directory loses only the memory across processes

@@ -1,0 +1,157 @@
+"""The KMeans assignment's schedule variants: one family, its parameters, and what each admits.
+
+Every variant is `tuned.assign_sm90a_tuned` at one parameter set:
+- `d`, the feature tile (16, 32, 64, 128, 256): a problem with D features runs on the
+  smallest tile >= D, so D = 32 does not pay for a 64-wide tile; TMA zero-fills the
+  features past D.
+- `block_k`, the centroid tile (32, 64, 128, 256): small K wastes less on padded
+  centroids with small tiles; large K amortises each tile's epilogue with large ones.
+- `consumers`, warpgroups of 64 points per block (1, 2, 4): fewer points per block
+  spread small problems over more SMs; more share each centroid tile's L2 traffic.
+- `stages` and `x_stages`, the centroid ring and the double-buffered points, derived
+  from the shared-memory budget (not searched).
+The kernel is persistent and bounds-checked in N and K, so every variant admits every
+N >= 1 and K >= 1 up to its symbols' maxima, and every D <= d with D % 8 == 0.
+
+`VARIANTS` is the set built ahead of time (Bazel's //kernels/kmeans:assign_prebuilt) and
+searched by the tuner; `GENERIC` is the bounds-checked variant the dispatcher falls back
+to when a chosen variant cannot be loaded.
+"""
+
+import dataclasses
+import functools
+
+from kernels.kmeans import tuned
+
+D_TILES = (16, 32, 64, 128, 256)
+K_TILES = (32, 64, 128, 256)
+CONSUMERS = (1, 2, 4)
+DTYPES = ("bf16", "f16")
+SMEM_BUDGET = 226 * 1024  # of the 227 KB a block may opt in to: 1 KB left for the barriers
+# The wgmma accumulator [64, block_k] f32 takes block_k / 2 registers per consumer thread;
+# with four consumers their budget (112) holds block_k <= 128 (the verifier's CAKE-RES-005).
+MAX_K_TILE_FOR = {1: 256, 2: 256, 4: 128}
+
+
+@dataclasses.dataclass(frozen=True, order=True)
+class AssignVariant:
+    d: int
+    block_k: int
+    consumers: int
+    stages: int
+    x_stages: int
+
+    @property
+    def name(self):
+        return "d%d_k%d_c%d_s%d_x%d" % (self.d, self.block_k, self.consumers, self.stages, self.x_stages)
+
+    @property
+    def block_n(self):
+        return 64 * self.consumers
+
+    def params(self):
+        return dict(d=self.d, block_k=self.block_k, consumers=self.consumers, stages=self.stages, x_stages=self.x_stages)
+
+    def kernel(self, dtype="bf16"):
+        """The IR kernel (a cake.ir.v1.Kernel) of this variant for `dtype` ("bf16" or "f16")."""
+        return _kernel(self, dtype)
+
+    def admits(self, d):
+        """True when this variant computes problems of `d` features (any N, K in the kernel's ranges)."""
+        return 8 <= d <= self.d and d % 8 == 0
+
+    def kp(self, k):
+        """c_sq's padded length for K centroids (whole centroid tiles)."""
+        return -(-k // self.block_k) * self.block_k
+
+
+def shared_bytes(d, block_k, consumers, stages, x_stages, esize=2):
+    """Shared memory of one block: the points' ring, the centroid ring and its norms."""
+    return x_stages * 64 * consumers * d * esize + stages * (block_k * d * esize + block_k * 4)
+
+
+def make(d, block_k, consumers):
+    """The variant at (d, block_k, consumers) with the deepest rings that fit, or None if none fits."""
+    for stages, x_stages in ((4, 2), (3, 2), (3, 1), (2, 1)):
+        if shared_bytes(d, block_k, consumers, stages, x_stages) <= SMEM_BUDGET:
+            return AssignVariant(d, block_k, consumers, stages, x_stages)
+    return None
+
+
+def _family():
+    out = []
+    for d in D_TILES:
+        for consumers in CONSUMERS:
+            for block_k in K_TILES:
+                if block_k <= MAX_K_TILE_FOR[consumers]:
+                    v = make(d, block_k, consumers)
+                    if v is not None:
+                        out.append(v)
+    return tuple(out)
+
+
+VARIANTS = _family()
+BY_NAME = {v.name: v for v in VARIANTS}
+# Bounds-checked in N and K and admitting every D <= 256: the fallback for any kernel-path shape.
+GENERIC = make(256, 64, 2)
+
+
+def d_tile(d):
+    """The smallest feature tile that holds `d` features, or None above the largest."""
+    for t in D_TILES:
+        if d <= t:
+            return t
+    return None
+
+
+def candidates(d):
+    """The variants a problem of `d` features (d % 8 == 0, d <= 256) may run on, on its own tile."""
+    t = d_tile(d)
+    return tuple(v for v in VARIANTS if v.d == t)
+
+
+@functools.lru_cache(maxsize=None)
+def _kernel(variant, dtype):
+    name = "kmeans_assign_%s_%s" % (variant.name, dtype)
+    return tuned.assign_sm90a_tuned(dtype=dtype, name=name, **variant.params())
+
+
+def predicted_seconds(variant, shape):
+    """The cost model's time for `variant` at `shape` (B, N, K, D) on the H200."""
+    from compiler.analysis import analyze
+
+    b, n, k, d = shape["B"], shape["N"], shape["K"], shape["D"]
+    report = analyze(variant.kernel(), {"B": b, "N": n, "K": k, "KP": variant.kp(k), "D": d}, device="sm_90a/H200")
+    return report.predicted_seconds
+
+
+def rank(shape, top=None):
+    """The admissible variants for `shape`, fastest first by the cost model (ties: smaller tiles first)."""
+    scored = sorted((predicted_seconds(v, shape), v) for v in candidates(shape["D"]))
+    ordered = [v for _, v in scored]
+    return ordered[:top] if top else ordered
+
+
+def flops(shape):
+    return 2.0 * shape["B"] * shape["N"] * shape["K"] * shape["D"]
+
+
+def padded_fraction(variant, shape):
+    """The share of the tensor-core work the variant spends on padding (features and centroids)."""
+    k, d = shape["K"], shape["D"]
+    return 1.0 - (k * d) / (variant.kp(k) * variant.d)
+
+
+
+def prebuilt_kernels():
+    """Every variant in both dtypes: what //kernels/kmeans:assign_prebuilt builds ahead of time."""
+    return [v.kernel(dtype) for v in VARIANTS for dtype in DTYPES]
+
+
+def prebuilt_update_kernels():
+    """The sorted update at every lane width the API uses (D up to 256, 32 features a step), both dtypes."""
+    return [tuned.update_sorted(d=d, dtype=dtype) for d in range(32, 257, 32) for dtype in DTYPES]
+
+
+def prebuilt_all():
+    return prebuilt_kernels() + prebuilt_update_kernels()
