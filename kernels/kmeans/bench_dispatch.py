@@ -295,6 +295,12 @@ def main():
     from kernels.kmeans import dispatch
     from runtime import environment
 
+    from compiler.build import prebuilt
+    from kernels.kmeans import variants
+
+    missing = [k.name for k in variants.prebuilt_all() if prebuilt.find(k) is None]
+    log("prebuilt kernels: %d of %d found%s" % (len(variants.prebuilt_all()) - len(missing), len(variants.prebuilt_all()),
+                                                "; missing (JIT): %s" % missing[:5] if missing else ""))
     env = environment.collect(0)
     log("machine: %s" % json.dumps(env))
     db = tune(env, min(deadline, time.time() + args.tune_s), log)
