@@ -18,7 +18,7 @@
 # steps run, joined by "_" (gpu_run_service_tests_agent_h200.log):
 #   gpu_run_STEPS_h200.log            everything every step printed, with each step's verdict
 #   gpu_run_STEPS_h200.json           the machine, the commit, each step's status and seconds
-#   gemm_h200.json, kmeans_h200.json  the benchmarks
+#   gemm_h200.json, kmeans_h200.json, kmeans_dispatch_h200.json   the benchmarks
 #   agent_kmeans_assign_paper_h200.md, _h200.json, _h200_best_so_far.png   the agent's report, summary, plot
 #   gpu_run_STEPS_h200_files.tar.gz   the rest: the agent's run directory (database, event logs), the
 #                                     tests' JUnit XML, the service check's server log
@@ -90,6 +90,10 @@ step_bench() {
   timeout 300 "$PY" -m kernels.gemm.bench --out "$OUT/gemm_h200.json" || rc=1
   timeout 900 "$PY" -m kernels.kmeans.bench --shapes paper,large,sweep --impls cake,flashlib,flash-kmeans \
     --lloyd --reps 20 --timeout 400 --out "$OUT/kmeans_h200.json" || rc=1
+  # The KMeans dispatcher: tune, then validate beside flashlib on untuned shapes (its logs go in the tarball).
+  # Without a carried prebuilt store ($CAKE_PREBUILT; bazel build //kernels/kmeans:assign_prebuilt) it compiles ~120 kernels first.
+  timeout 600 "$PY" -m kernels.kmeans.bench_dispatch --out-dir "$WORK/files/kmeans_dispatch" --deadline-s 540 --tune-s 120 \
+    && cp "$WORK/files/kmeans_dispatch/kmeans_dispatch_h200.json" "$OUT/" || rc=1
   return $rc
 }
 
