@@ -1,7 +1,8 @@
 """Flash-KMeans for PyTorch users: `kmeans_assign(x, c)` and `kmeans(x, k, iters, tol, init)`.
 
-Both run CAKE IR kernels compiled for the current GPU (built once, then cached) and
-are registered as torch custom ops (cake::kmeans_assign, cake::kmeans_update) with
+Both run CAKE IR kernels (prebuilt for sm_90a, else compiled once and cached; see
+compiler/build/prebuilt.py), the assignment through the shape dispatcher
+(kernels/kmeans/dispatch.py), and are registered as torch custom ops (cake::kmeans_assign, cake::kmeans_update) with
 fake implementations, so they compose with torch.compile. Inputs are checked first;
 a wrong shape or dtype raises ValueError naming the argument and what it must be.
 """

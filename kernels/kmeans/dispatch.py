@@ -229,7 +229,7 @@ def _kernel_state(x, c, variant=None, how=None):
     try:
         return _state(x, c, variant, how)
     except Exception as first:  # noqa: BLE001
-        if variant == variants.GENERIC:
+        if variant == variants.GENERIC or how == "config":  # a forced variant that cannot run is the caller's error
             raise
         try:
             return _state(x, c, variants.GENERIC, "generic (%s failed: %s)" % (variant.name, first))
