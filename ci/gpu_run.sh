@@ -23,6 +23,8 @@
 #   gpu_run_STEPS_h200_files.tar.gz   the rest: the agent's run directory (database, event logs), the
 #                                     tests' JUnit XML, the service check's server log
 #
+# CAKE_COMMIT names the commit in the record where the copy has no .git (the lent machine's copy).
+#
 # Carried in from the build machine (ci/README.md): .whl/ (wheels the GPU image lacks: the protobuf and
 # gRPC runtimes the generated code and the service need) and .gen/ (generated protobuf code, from
 # `python3 proto/generate.py`, which also writes the descriptor set ListPrimitives reads).
@@ -117,14 +119,14 @@ step_agent() {
 # how far it got.
 write_record() {
   "$PY" - "$OUT/$NAME.json" "${results[@]}" <<'PY'
-import json, platform, subprocess, sys
+import json, os, platform, subprocess, sys
 out, rows = sys.argv[1], sys.argv[2:]
 def run(*cmd):
     try:
         return subprocess.run(cmd, capture_output=True, text=True, timeout=30).stdout.strip()
     except Exception as e:  # noqa: BLE001  (a record, not a check)
         return "unavailable: %s" % e
-record = {"python": platform.python_version(), "commit": run("git", "rev-parse", "HEAD"),
+record = {"python": platform.python_version(), "commit": os.environ.get("CAKE_COMMIT") or run("git", "rev-parse", "HEAD"),
           "nvidia_smi": run("nvidia-smi", "--query-gpu=name,driver_version,clocks.sm,clocks.max.sm", "--format=csv,noheader")}
 try:
     import torch
