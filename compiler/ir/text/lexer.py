@@ -1,6 +1,6 @@
 """Tokens of the CAKE IR text form, and the one error type its parser raises.
 
-The lexer turns text into a list of `Token`s with 1-based line:column positions.
+The lexer turns text into `Token`s (a list, or a stream the parser pulls from) with 1-based line:column positions.
 It knows nothing about the IR: a word is a word, and whether `bf16` is an enum
 value or a symbol is for the parser to decide from context.
 """
@@ -32,6 +32,7 @@ _TOKEN = re.compile(
     """,
     re.VERBOSE,
 )
+_SURROGATE = re.compile("[\ud800-\udfff]")
 _KINDS = {"float": FLOAT, "hex": HEX, "punct": PUNCT}
 _ESCAPE = re.compile(r"\\(?:u\{([0-9a-fA-F]{1,6})\}|x([0-9a-fA-F]{2})|(.))")
 _SIMPLE_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", '"': '"', "\\": "\\"}
@@ -76,8 +77,13 @@ class Token:
 
 def tokenize(text, filename="<text>"):
     """The tokens of `text`, then an EOF token; ParseError where no token can start."""
+    return list(iter_tokens(text, filename))
+
+
+def iter_tokens(text, filename="<text>"):
+    """`tokenize` as a generator: the parser reads tokens as it needs them, so an error near
+    the start of a long text is found without lexing the rest (and without holding its tokens)."""
     _check_unicode(text, filename)
-    tokens = []
     line, line_start, pos, end = 1, 0, 0, len(text)
     match = _TOKEN.match
     while pos < end:
@@ -93,21 +99,21 @@ def tokenize(text, filename="<text>"):
                 line_start = pos + token_text.rindex("\n") + 1
         else:
             column = pos - line_start + 1
-            tokens.append(Token(*_classify(kind, token_text, filename, line, column), line, column))
+            yield Token(*_classify(kind, token_text, filename, line, column), line, column)
         pos = m.end()
-    tokens.append(Token(EOF, "", None, line, end - line_start + 1))
-    return tokens
+    yield Token(EOF, "", None, line, end - line_start + 1)
 
 
 def _check_unicode(text, filename):
     # A lone surrogate (bytes decoded with surrogateescape) cannot be stored in a proto string.
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError as err:
-        line = text.count("\n", 0, err.start) + 1
-        column = err.start - (text.rfind("\n", 0, err.start) + 1) + 1
-        message = "lone surrogate U+%04X is not Unicode text" % ord(text[err.start])
-        raise ParseError(filename, line, column, message) from None
+    # Searched for rather than found by encoding, which would copy the whole text.
+    found = None if text.isascii() else _SURROGATE.search(text)
+    if found is not None:
+        start = found.start()
+        line = text.count("\n", 0, start) + 1
+        column = start - (text.rfind("\n", 0, start) + 1) + 1
+        message = "lone surrogate U+%04X is not Unicode text" % ord(text[start])
+        raise ParseError(filename, line, column, message)
 
 
 def _classify(kind, text, filename, line, column):

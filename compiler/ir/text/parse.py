@@ -201,8 +201,8 @@ class Parser(TokenReader):
         ops = sorted(OP_KEYWORDS)
         self.fail(
             token,
-            "unknown op '%s' in %s%s (ops: %s)"
-            % (token.text, where, suggest(token.text, ops), ", ".join(ops)),
+            "unknown op %s in %s%s (ops: %s)"
+            % (token.describe(), where, suggest(token.text, ops), ", ".join(ops)),
         )
 
     def _unexpected(self, token, syn, opened):
@@ -217,6 +217,6 @@ class Parser(TokenReader):
             valid += "; ops: %s" % ", ".join(sorted(syn.op_keywords))
         self.fail(
             token,
-            "unknown %s '%s' in %s%s (%s)"
-            % (what, token.text, where, suggest(token.text, names), valid),
+            "unknown %s %s in %s%s (%s)"
+            % (what, token.describe(), where, suggest(token.text, names), valid),
         )

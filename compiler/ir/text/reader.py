@@ -7,13 +7,14 @@ reader checks ranges itself, so no bad input reaches protobuf as an exception.
 """
 
 import difflib
+import itertools
 import math
 
 from google.protobuf.descriptor import FieldDescriptor as FD
 
 from compiler.ir import enums
 from compiler.ir.descriptors import INT32, INT_RANGES
-from compiler.ir.text.lexer import EOF, FLOAT, HEX, IDENT, INT, STRING, WORD, ParseError, tokenize
+from compiler.ir.text.lexer import EOF, FLOAT, HEX, IDENT, INT, STRING, WORD, ParseError, iter_tokens
 from compiler.ir.text.literals import float_bits, float_from_bits
 
 _FLOAT32_MAX = 3.4028234663852886e38
@@ -21,6 +22,8 @@ _SIGN_BIT = 1 << 63
 _EXPONENT_BITS = 0x7FF0000000000000
 # Longer digit strings are out of every integer range (and int() refuses huge ones).
 _MAX_DIGITS = 40
+# Tokens lexed at a time: an error near the start of a long text costs one chunk, not the whole text.
+_CHUNK = 256
 
 
 class TokenReader:
@@ -28,14 +31,25 @@ class TokenReader:
 
     def __init__(self, text, filename):
         self.filename = filename
-        self.tokens = tokenize(text, filename)
+        self.tokens = []  # lexed so far, CHUNK at a time as the parser reaches them
         self.pos = 0
+        self._stream = iter_tokens(text, filename)
+        self._ended = False  # the stream gave its EOF token
+
+    def _lex_to(self, index):
+        while index >= len(self.tokens) and not self._ended:
+            self.tokens.extend(itertools.islice(self._stream, _CHUNK))
+            self._ended = self.tokens[-1].kind == EOF
 
     def peek(self, ahead=0):
-        return self.tokens[min(self.pos + ahead, len(self.tokens) - 1)]
+        """The token `ahead` places on (EOF past the end)."""
+        index = self.pos + ahead
+        if index >= len(self.tokens):
+            self._lex_to(index)
+        return self.tokens[min(index, len(self.tokens) - 1)]
 
     def next(self):
-        token = self.tokens[self.pos]
+        token = self.peek()
         if token.kind != EOF:
             self.pos += 1
         return token
@@ -46,7 +60,7 @@ class TokenReader:
 
     def accept(self, text):
         """Consume the next token if its text is `text` (never a string: a string's text is quoted)."""
-        return self.next() if self.tokens[self.pos].text == text else None
+        return self.next() if self.peek().text == text else None
 
     def expect(self, text, context):
         token = self.next()
@@ -185,7 +199,13 @@ class TokenReader:
         )
 
 
+# Longer words are no typo of a name: no suggestion (difflib's cost grows with the word's length).
+_SUGGEST_CHARS = 64
+
+
 def suggest(word, names):
     """'; did you mean X?' for the name closest to `word`, or '' when none is close."""
+    if len(word) > _SUGGEST_CHARS:
+        return ""
     close = difflib.get_close_matches(word, names, n=1)
     return "; did you mean '%s'?" % close[0] if close else ""
