@@ -9,7 +9,8 @@ the request path, `compile_plan` on its compile pool, `package` after):
 
     plan(kernel) -> Plan            lower, hash, the cache key (LoweringError when it cannot lower)
     cached(plan, cache)             the cache's entry as a BuildResult, or None
-    compile_plan(plan, work_dir)    nvcc in work_dir -> nvcc.CudaArtifacts (NvccError, NvccTimeout, ...)
+    compile_plan(plan, work_dir)    nvcc in work_dir -> nvcc.CudaArtifacts (NvccError, NvccTimeout, ...);
+                                    compile_source(source, target, work_dir) the same from the source alone
     package(plan, art, cache)       the CompiledKernel and its resource findings; fills the cache
     nvcc_failed(plan, error)        an NvccError as build diagnostics
 """
@@ -72,10 +73,15 @@ def cached(p, cache):
 
 def compile_plan(p, work_dir, timeout=None, cancel=None):
     """nvcc on the plan's source in `work_dir` (see nvcc.compile_cuda for timeout and cancel)."""
+    return compile_source(p.ctx.source, p.ctx.target, work_dir, timeout, cancel)
+
+
+def compile_source(source, target, work_dir, timeout=None, cancel=None):
+    """nvcc on generated `source` for `target` in `work_dir`, with the device library on its include path."""
     src = os.path.join(work_dir, "kernel.cu")
     with open(src, "w") as f:
-        f.write(p.ctx.source)
-    return nvcc.compile_cuda(src, p.ctx.target, work_dir, include_dirs=[DEVICE_INCLUDE], timeout=timeout, cancel=cancel)
+        f.write(source)
+    return nvcc.compile_cuda(src, target, work_dir, include_dirs=[DEVICE_INCLUDE], timeout=timeout, cancel=cancel)
 
 
 def nvcc_failed(p, error):

@@ -10,11 +10,12 @@
         ...
 
 `program` is an ir_pb2.Kernel, CAKE IR text (str), a serialized Kernel (bytes) or a
-Program. Every call has a deadline (the client's `timeout`, or the call's), spent
-across retries: UNAVAILABLE is retried with exponential backoff and jitter, and
-RESOURCE_EXHAUSTED when the server says when to retry (RetryInfo). Any other
-failure raises CompilerServiceError with the code, the message and the decoded
-google.rpc details.
+Program. Every call has a deadline (the client's `timeout`, `compile_timeout` for
+Compile, or the call's own), spent across retries: UNAVAILABLE is retried with
+exponential backoff and jitter, and RESOURCE_EXHAUSTED when the server says when to
+retry (RetryInfo). Every failed call raises CompilerServiceError (code, message,
+decoded google.rpc details), whatever came back; a status whose details cannot be
+decoded keeps its code and message.
 """
 
 import contextlib
@@ -31,6 +32,7 @@ from cake.compiler.v1 import compiler_service_pb2_grpc as service_grpc
 from cake.ir.v1 import ir_pb2
 
 from compiler.service.interceptors import REQUEST_ID_KEY
+from compiler.service.limits import Limits
 from compiler.service.local import LocalServer
 
 # google.rpc detail types the client decodes.
@@ -50,6 +52,9 @@ _DETAIL_TYPES = (
 # Backoff of UNAVAILABLE retries: the first wait and the longest, in seconds.
 BACKOFF_BASE = 0.1
 BACKOFF_MAX = 5.0
+# Compile's default deadline: the server's default nvcc limit and a minute for the queue and the
+# rest, so that a slow compile ends with the server's own status rather than the client's deadline.
+COMPILE_TIMEOUT = Limits.nvcc_seconds + 60.0
 
 
 class CompilerServiceError(Exception):
@@ -64,9 +69,13 @@ class CompilerServiceError(Exception):
 
     @classmethod
     def from_rpc_error(cls, error, request_id=None):
-        status = rpc_status.from_call(error) if hasattr(error, "trailing_metadata") else None
+        try:
+            status = rpc_status.from_call(error) if hasattr(error, "trailing_metadata") else None
+        except Exception:  # noqa: BLE001  (details that disagree with the code or do not decode: keep the code)
+            status = None
+        code = error.code() if isinstance(error.code(), grpc.StatusCode) else grpc.StatusCode.UNKNOWN
         if status is None:
-            return cls(error.code(), error.details() or "", (), request_id)
+            return cls(code, error.details() or "", (), request_id)
         details = []
         for packed in status.details:
             for t in _DETAIL_TYPES:
@@ -77,7 +86,7 @@ class CompilerServiceError(Exception):
                     break
             else:
                 details.append(packed)  # an unknown type stays an Any
-        return cls(error.code(), status.message, details, request_id)
+        return cls(code, status.message, details, request_id)
 
     def detail(self, message_type):
         """The first detail of `message_type` (e.g. error_details_pb2.BadRequest), or None."""
@@ -117,8 +126,9 @@ def as_program(program):
 
 class CompilerClient:
     def __init__(self, target="127.0.0.1:50051", timeout=30.0, retries=3, token=None, tls_root=None,
-                 max_message_bytes=64 << 20):
-        """`tls_root`: PEM root certificates (bytes or a file path) of a TLS server; `token`: its bearer token."""
+                 max_message_bytes=64 << 20, compile_timeout=COMPILE_TIMEOUT):
+        """`tls_root`: PEM root certificates (bytes or a file path) of a TLS server; `token`: its bearer token;
+        `timeout`: each call's deadline in seconds, `compile_timeout` Compile's."""
         options = [
             ("grpc.max_receive_message_length", max_message_bytes),
             ("grpc.max_send_message_length", max_message_bytes),
@@ -132,6 +142,7 @@ class CompilerClient:
             self.channel = grpc.insecure_channel(target, options)
         self.stub = service_grpc.CompilerServiceStub(self.channel)
         self.timeout = timeout
+        self.compile_timeout = compile_timeout
         self.retries = retries
         self._auth = (("authorization", "Bearer " + token),) if token else ()
 
@@ -147,7 +158,7 @@ class CompilerClient:
 
     def compile(self, program, target=None, skip_verify=False, timeout=None):
         request = service_pb2.CompileRequest(program=as_program(program), target=target or "", skip_verify=skip_verify)
-        return self._call(self.stub.Compile, request, timeout)
+        return self._call(self.stub.Compile, request, self.compile_timeout if timeout is None else timeout)
 
     def list_targets(self, timeout=None):
         return self._call(self.stub.ListTargets, service_pb2.ListTargetsRequest(), timeout)
@@ -171,6 +182,9 @@ class CompilerClient:
                 return method(request, timeout=remaining, metadata=metadata)
             except grpc.RpcError as e:
                 error = CompilerServiceError.from_rpc_error(e, request_id)
+            except Exception as e:  # noqa: BLE001  (e.g. a closed channel: still a failed call)
+                raise CompilerServiceError(
+                    grpc.StatusCode.UNKNOWN, "the call failed in the client: %s" % e, (), request_id) from e
             wait = self._retry_wait(error, attempt)
             if wait is None or attempt >= self.retries or time.monotonic() + wait >= deadline:
                 raise error
@@ -201,15 +215,17 @@ class CompilerClient:
 def start_local_server(port=0, **flags):
     """Run a real server process (see local.LocalServer) and yield a CompilerClient connected to it.
 
-    Server flags as keywords (compile_workers=2, cache_dir=..., grace_seconds=5); `token`
-    is given to both sides (the server reads it from $CAKE_TOKEN), and so is `tls_cert`
-    (the client trusts it as a root); `timeout` and `retries` configure the client. The client's `server` attribute is the LocalServer.
+    Server flags as keywords (compile_workers=2, cache_dir=..., grace_seconds=5), and `env`
+    for the server's environment; `token` is given to both sides (the server reads it from
+    $CAKE_TOKEN), and so is `tls_cert` (the client trusts it as a root); `timeout`,
+    `compile_timeout` and `retries` configure the client. The client's `server` attribute
+    is the LocalServer.
     """
     token = flags.pop("token", None)
-    client_options = {k: flags.pop(k) for k in ("timeout", "retries") if k in flags}
+    client_options = {k: flags.pop(k) for k in ("timeout", "compile_timeout", "retries") if k in flags}
     if flags.get("tls_cert"):
         client_options["tls_root"] = flags["tls_cert"]  # a self-signed certificate is its own root
-    env = {"CAKE_TOKEN": token} if token else {}
+    env = dict(flags.pop("env", None) or {}, **({"CAKE_TOKEN": token} if token else {}))
     with LocalServer(port=port, env=env, **flags) as server:
         client = CompilerClient(server.address, token=token, **client_options)
         client.server = server

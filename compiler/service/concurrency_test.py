@@ -87,3 +87,30 @@ def test_a_job_whose_deadline_passes_in_the_queue_is_never_started(tmp_path):
         started = [json.loads(l).get("kernel") for l in cc.server.log().splitlines() if "compile_started" in l]
     assert e.value.code == grpc.StatusCode.DEADLINE_EXCEEDED
     assert started == ["deadline_first"]
+
+
+def test_cache_hits_never_wait_for_the_compile_pool(tmp_path):
+    """One compile slot and no queue, held by a cold compile: 32 clients asking for cached kernels all get
+    them, whether this server compiled them (remembered) or an earlier one did (found in the cache)."""
+    cached = [copy_program("hit_%d" % i, 1 + i % 4) for i in range(4)]
+    with start_local_server(cache_dir=tmp_path, compile_workers=1, compile_queue=0, retries=0) as cc:
+        for text in cached:
+            cc.compile(text)
+    for restarted in (False, True):
+        with start_local_server(cache_dir=tmp_path, compile_workers=1, compile_queue=0, retries=0) as cc:
+            if not restarted:
+                for text in cached:
+                    cc.compile(text)
+            with concurrent.futures.ThreadPoolExecutor(CLIENTS + 1) as pool:
+                cold = pool.submit(cc.compile, copy_program("hold_the_slot_%s" % restarted, 8))
+                _wait_for_event(cc.server, "compile_started")
+                with pytest.raises(CompilerServiceError) as full:  # the slot is taken
+                    cc.compile(copy_program("refused_%s" % restarted, 8))
+                assert full.value.code == grpc.StatusCode.RESOURCE_EXHAUSTED
+
+                def hit(i):
+                    with CompilerClient(cc.server.address, retries=0) as client:
+                        return client.compile(cached[i % len(cached)]).compiled.cache_hit
+
+                assert all(pool.map(hit, range(CLIENTS)))
+                assert cold.result().compiled.cubin

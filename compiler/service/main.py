@@ -5,7 +5,8 @@ picks one; tests read it), then logs JSON lines on stderr. Listens on 127.0.0.1
 unless --host says otherwise; a non-loopback host needs TLS (--tls-cert/--tls-key)
 or a bearer token (--token-file, or $CAKE_TOKEN) unless --insecure-allow-remote.
 SIGTERM or SIGINT: health turns NOT_SERVING, new calls are refused, in-flight calls
-get --grace-seconds to finish, and the process exits 0.
+get --grace-seconds to finish, and the process exits 0. It refuses to start (exit 2)
+when the compile cache cannot be written, unless --no-cache.
 """
 
 import argparse
@@ -16,6 +17,7 @@ import sys
 import threading
 
 from compiler.service import auth, logs
+from compiler.service.limits import MIB, Limits
 from compiler.service.server import CompilerServer, Options
 
 log = logging.getLogger("cake.service")
@@ -23,6 +25,7 @@ log = logging.getLogger("cake.service")
 
 def parse_args(argv):
     d = Options()
+    lim = Limits()
     ap = argparse.ArgumentParser(prog="cake-server", description=__doc__.splitlines()[0])
     ap.add_argument("--host", default=d.host, help="address to bind (default %(default)s: loopback only)")
     ap.add_argument("--port", type=int, default=d.port, help="port (0: any free port; default %(default)s)")
@@ -34,6 +37,18 @@ def parse_args(argv):
                     help="compiles that may wait for a worker; beyond it RESOURCE_EXHAUSTED (default %(default)s)")
     ap.add_argument("--rpc-threads", type=int, default=d.rpc_threads,
                     help="threads serving calls (default %(default)s)")
+    ap.add_argument("--workers", type=int, default=d.workers,
+                    help="worker processes that parse, verify, analyze and lower (default: the CPU count, %(default)s)")
+    ap.add_argument("--max-program-bytes", type=int, default=lim.program_bytes,
+                    help="largest program of a request (default %(default)s)")
+    ap.add_argument("--parse-seconds", type=float, default=lim.parse_seconds,
+                    help="time a request's parse may take (default %(default)s)")
+    ap.add_argument("--verify-seconds", type=float, default=lim.verify_seconds,
+                    help="time verification, the cost analysis and lowering may each take (default %(default)s)")
+    ap.add_argument("--nvcc-seconds", type=float, default=lim.nvcc_seconds,
+                    help="time one nvcc run may take (default %(default)s)")
+    ap.add_argument("--worker-memory-mb", type=int, default=lim.worker_memory_bytes // MIB,
+                    help="address space of a worker process: the memory one request may use (default %(default)s)")
     ap.add_argument("--grace-seconds", type=float, default=30.0,
                     help="time in-flight calls get to finish on SIGTERM (default %(default)s)")
     ap.add_argument("--tls-cert", help="PEM certificate chain: serve TLS")
@@ -43,10 +58,16 @@ def parse_args(argv):
                     help="allow a non-loopback --host without TLS or a token")
     ap.add_argument("--cache-dir", help="compile cache directory (default: compile/ under $CAKE_CACHE_DIR, $XDG_CACHE_HOME/cake"
                          " or ~/.cache/cake)")
+    ap.add_argument("--no-cache", action="store_true", help="run without a compile cache (every Compile runs nvcc)")
     ap.add_argument("--log-level", default="info")
     args = ap.parse_args(argv)
     if bool(args.tls_cert) != bool(args.tls_key):
         ap.error("--tls-cert and --tls-key go together")
+    if args.no_cache and args.cache_dir:
+        ap.error("--no-cache and --cache-dir exclude each other")
+    for flag in ("workers", "max_program_bytes", "parse_seconds", "verify_seconds", "nvcc_seconds", "worker_memory_mb"):
+        if getattr(args, flag) <= 0:
+            ap.error("--%s must be positive" % flag.replace("_", "-"))
     return args
 
 
@@ -72,9 +93,18 @@ def options_from(args):
         compile_workers=args.compile_workers,
         compile_queue=args.compile_queue,
         rpc_threads=args.rpc_threads,
+        workers=args.workers,
+        limits=Limits(
+            program_bytes=args.max_program_bytes,
+            parse_seconds=args.parse_seconds,
+            verify_seconds=args.verify_seconds,
+            nvcc_seconds=args.nvcc_seconds,
+            worker_memory_bytes=args.worker_memory_mb * MIB,
+        ),
         token=token,
         credentials=credentials,
         cache_dir=args.cache_dir,
+        no_cache=args.no_cache,
     )
 
 
@@ -95,7 +125,8 @@ def main(argv=None):
     print(port, flush=True)
     log.info("serving", extra={"fields": {
         "event": "serving", "host": args.host, "port": port, "tls": bool(args.tls_cert),
-        "token": server.options.token is not None}})
+        "token": server.options.token is not None, "cache_dir": server.cache_dir,
+        "build_dir": server.builds.directory, "workers": server.options.workers}})
     # Python runs signal handlers in the main thread only, between bytecodes: a signal the kernel delivers
     # to one of gRPC's threads does not wake a long wait here, so wake every second to let the handler run.
     while not stop.wait(1.0):

@@ -5,10 +5,13 @@ A job is admitted only while fewer than workers + queue jobs are pending; otherw
 job times over the workers: the next job to finish, if they are staggered), for the
 client's RetryInfo. A job whose deadline
 passes while it waits is not started (Expired); cancelling a queued future drops it.
-Threads suffice: the heavy part, nvcc, is a subprocess.
+Threads suffice: the heavy part, nvcc, is a subprocess. With `nice`, each worker thread
+lowers its own priority, which nvcc inherits (on Linux a nice value belongs to a thread
+and passes to the processes it starts), so compiles yield the CPU to the server.
 """
 
 import concurrent.futures
+import os
 import threading
 import time
 
@@ -29,13 +32,20 @@ class Expired(Exception):
     """The job's deadline passed before a worker took it."""
 
 
+def _lower_priority(nice):
+    os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), nice)
+
+
 class CompilePool:
-    def __init__(self, workers, queue):
+    def __init__(self, workers, queue, nice=0):
         if workers < 1 or queue < 0:
             raise ValueError("a compile pool needs at least 1 worker and a queue of at least 0")
         self.workers = workers
         self.capacity = workers + queue
-        self._executor = concurrent.futures.ThreadPoolExecutor(workers, thread_name_prefix="cake-compile")
+        self._executor = concurrent.futures.ThreadPoolExecutor(
+            workers, thread_name_prefix="cake-compile",
+            initializer=_lower_priority if nice else None, initargs=(nice,) if nice else (),
+        )
         self._idle = threading.Condition()
         self._pending = 0
         self._mean_seconds = _PRIOR_SECONDS

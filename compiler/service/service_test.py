@@ -165,3 +165,11 @@ def test_access_log_records_each_call_with_its_request_id(cc):
     last = [r for r in records if r["method"].endswith("/ListRules")][-1]
     assert last["status"] == "OK" and last["peer"].startswith("ipv4:127.0.0.1") and len(last["request_id"]) == 16
     assert last["duration_ms"] >= 0
+
+
+def test_compile_unverified_with_an_unset_expression_is_a_diagnostic_not_internal(cc):
+    kernel = parse_kernel(copy_program("unset_expr")).kernel
+    kernel.roles[1].body[1].loop.end.Clear()
+    r = cc.compile(kernel, skip_verify=True)
+    assert not r.HasField("compiled")
+    assert [(d.id, d.path) for d in r.diagnostics] == [("CAKE-BUILD-001", "kernel.roles[1].body[1].loop")]

@@ -2,159 +2,183 @@
 
 A kernel that fails verification or building is an OK response carrying
 diagnostics. Requests are decoded here rather than by gRPC, whose failed decode
-is INTERNAL: bytes that are not the request message are INVALID_ARGUMENT. Verify
-and Analyze run on the RPC thread (milliseconds); Compile runs on the bounded
-compile pool under the call's deadline.
+is INTERNAL: bytes that are not the request message are INVALID_ARGUMENT.
+
+Where each request's work runs:
+- on the RPC thread: the checks of its fields and size, the tables (List*), and a
+  Compile this process has answered before (memo.py): a read of the cache entry;
+- on a worker process (workers.py): parsing, verification, the cost analysis,
+  lowering and the cache lookup of everything else, stopped when the call ends or a
+  stage overruns its limit;
+- on the compile pool (pool.py): nvcc, for a Compile the cache cannot answer, in a
+  build directory of this server (builds.py), killed when the call ends or nvcc
+  overruns its limit. A full pool is RESOURCE_EXHAUSTED with RetryInfo.
 """
 
 import concurrent.futures
 import contextvars
 import logging
-import re
-import time
 
 import grpc
 from google.protobuf.message import DecodeError
 
 from cake.compiler.v1 import compiler_service_pb2 as service_pb2
-from cake.compiler.v1 import diagnostics_pb2
-from cake.ir.v1 import ir_pb2
 
-from compiler import analysis, verify
-from compiler.build import driver
-from compiler.ir.enums import value_of
-from compiler.service import catalog, errors, primitives, programs
+from compiler.build import driver, nvcc
+from compiler.service import catalog, errors, memo, primitives, work
+from compiler.service.calls import Call
 from compiler.service.pool import Expired, QueueFull
 from compiler.targets import TARGETS
 
 SERVICE = service_pb2.DESCRIPTOR.services_by_name["CompilerService"]
 
-ANALYSIS_ID = "CAKE-ANALYSIS-001"
-
-# gRPC reports "no deadline" as a time remaining this far off (or more).
-_NO_DEADLINE = 1e8
-
-# An AnalysisError message that starts with the IR path it concerns.
-_PATH_PREFIX = re.compile(r"^(kernel(?:\.[A-Za-z_]\w*(?:\[\d+\])?)*): (.*)$", re.S)
-
 log = logging.getLogger("cake.service")
 
 
-def _deadline(context):
-    """The call's deadline as a time.monotonic() value; None when it has none."""
-    remaining = context.time_remaining()
-    return None if remaining is None or remaining > _NO_DEADLINE else time.monotonic() + remaining
-
-
-def _check_time(deadline, what):
-    if deadline is not None and time.monotonic() >= deadline:
-        raise errors.deadline_exceeded("the deadline passed before %s" % what)
-
-
-def _verified(kernel, source_map, skip):
-    """(diagnostics, ok): the verifier's findings unless skipped, and whether none is an error."""
-    if skip:
-        return [], True
-    diags = verify.verify(kernel, source_map)
-    return diags, not verify.has_errors(diags)
-
-
-def _analysis_diagnostic(error, source_map):
-    m = _PATH_PREFIX.match(str(error))
-    path, message = (m.group(1), m.group(2)) if m else ("kernel", str(error))
-    d = diagnostics_pb2.Diagnostic(
-        severity=diagnostics_pb2.SEVERITY_ERROR,
-        id=ANALYSIS_ID,
-        category=diagnostics_pb2.CATEGORY_ANALYSIS,
-        message=message,
-        path=path,
-        fix_hint="Give the analysis what it lacks: bind the symbol in `shapes`, or fix the value the message names.",
-    )
-    return programs.locate([d], source_map)[0]
-
-
 class CompilerServicer:
-    def __init__(self, pool, cache=None):
+    def __init__(self, workers, pool, builds, limits, cache=None):
+        self.workers = workers
         self.pool = pool
+        self.builds = builds
+        self.limits = limits
         self.cache = cache
+        self.memo = memo.Memo()
 
-    def Verify(self, request, context):
-        kernel, source_map = programs.load(request)
-        _check_time(_deadline(context), "verification")
-        diags, ok = _verified(kernel, source_map, False)
-        return service_pb2.VerifyResponse(diagnostics=diags, valid=ok)
+    def Verify(self, incoming, context):
+        self._check_program(incoming.message)
+        return self.workers.run("verify", (incoming.data,), Call.of(context), "verifying")
 
-    def Analyze(self, request, context):
+    def Analyze(self, incoming, context):
+        request = incoming.message
         if request.device and request.device not in catalog.device_names():
             raise errors.invalid_argument(
                 "unknown device %r" % request.device,
                 [("device", "unknown device %r; known: %s" % (request.device, ", ".join(catalog.device_names())))],
             )
-        kernel, source_map = programs.load(request)
-        diags, ok = _verified(kernel, source_map, request.skip_verify)
-        if not ok:
-            return service_pb2.AnalyzeResponse(diagnostics=diags)
-        _check_time(_deadline(context), "the analysis")
-        try:
-            report = analysis.analyze(kernel, dict(request.shapes), request.device or None)
-        except analysis.AnalysisError as e:
-            return service_pb2.AnalyzeResponse(diagnostics=diags + [_analysis_diagnostic(e, source_map)])
-        return service_pb2.AnalyzeResponse(diagnostics=diags, report=report)
+        self._check_program(request)
+        return self.workers.run("analyze", (incoming.data,), Call.of(context), "analyzing")
 
-    def Compile(self, request, context):
+    def Compile(self, incoming, context):
+        request = incoming.message
         if request.target and request.target not in TARGETS:
             raise errors.invalid_argument(
                 "unknown target %r" % request.target,
                 [("target", "unknown target %r; valid targets: %s" % (request.target, ", ".join(TARGETS)))],
             )
-        kernel, source_map = programs.load(request)
-        if request.target:
-            kernel.target = value_of(ir_pb2.Target.DESCRIPTOR, request.target)
-        diags, ok = _verified(kernel, source_map, request.skip_verify)
-        if not ok:
-            return service_pb2.CompileResponse(diagnostics=diags)
-        deadline = _deadline(context)
-        result = self._build(kernel, deadline, context)
-        diags += programs.locate(list(result.diagnostics), source_map)
-        return service_pb2.CompileResponse(diagnostics=diags, compiled=result.compiled)
+        self._check_program(request)
+        digest = memo.digest(incoming.data)
+        answer = self._remembered(digest)
+        if answer is not None:
+            return answer
+        call = Call.of(context)
+        outcome = self.workers.run("compile", (incoming.data,), call, "compiling")
+        if isinstance(outcome, work.NeedsNvcc):
+            artifacts, stderr = self._nvcc(outcome, call)
+            outcome = self.workers.run("package", (incoming.data, outcome, artifacts, stderr), call, "compiling")
+        if outcome.key is not None and self.cache is not None:
+            self.memo.put(digest, outcome.key, outcome.diagnostics)
+        return outcome.response
 
-    def _build(self, kernel, deadline, context):
-        """driver.build(kernel) on the compile pool, within `deadline`."""
-        _check_time(deadline, "compiling")
-        job = contextvars.copy_context()  # the job's log lines keep this call's request id
+    def _check_program(self, request):
+        size = request.program.ByteSize()
+        if size > self.limits.program_bytes:
+            field = "program." + (request.program.WhichOneof("form") or "")
+            raise errors.invalid_argument(
+                "the program is %d bytes; this server takes at most %d (--max-program-bytes)"
+                % (size, self.limits.program_bytes),
+                [(field, "%d bytes, over the limit of %d" % (size, self.limits.program_bytes))],
+                reason="PROGRAM_TOO_LARGE", metadata={"bytes": str(size), "limit": str(self.limits.program_bytes)},
+            )
+
+    def _remembered(self, digest):
+        """The answer to a Compile asked before, from its cache entry alone; None when not remembered
+        or the entry is gone."""
+        known = self.memo.get(digest)
+        if known is None:
+            return None
+        key, diagnostics = known
+        entry = self.cache.get(key)
+        if entry is None:
+            self.memo.forget(digest)
+            return None
+        response = service_pb2.CompileResponse.FromString(diagnostics)
+        response.compiled.CopyFrom(entry)
+        response.compiled.cache_hit = True
+        return response
+
+    def _nvcc(self, needs, call):
+        """(artifacts, None) when nvcc built the kernel, (None, its messages) when it refused it."""
+        target = TARGETS[needs.target]
+        fields = {"kernel": needs.kernel, "target": needs.target, "key": needs.key[:16]}
+
+        def job():
+            log.info("compile started", extra={"fields": dict(fields, event="compile_started")})
+            remaining = call.remaining()
+            timeout = self.limits.nvcc_seconds if remaining is None else min(self.limits.nvcc_seconds, remaining)
+            outcome = "failed"
+            with self.builds.build_directory() as directory:
+                try:
+                    art = driver.compile_source(needs.source, target, directory, timeout=timeout, cancel=call.ended)
+                    outcome = "built"
+                    return art, None
+                except nvcc.NvccError as e:
+                    outcome = "refused"
+                    return None, e.stderr
+                finally:
+                    log.info("compile finished", extra={"fields": dict(fields, event="compile_finished", outcome=outcome)})
+
+        call.check("waiting to compile")
+        logged = contextvars.copy_context()  # the job's log lines keep this call's request id
         try:
-            future = self.pool.submit(lambda: job.run(self._compile_job, kernel), deadline)
+            future = self.pool.submit(lambda: logged.run(job), call.deadline)
         except QueueFull as e:
             raise errors.resource_exhausted(
                 "the compile queue is full (%d jobs pending); retry after %.2f s" % (e.pending, e.retry_after),
                 e.retry_after,
             ) from None
-        context.add_callback(future.cancel)  # the client went away: drop the job if still queued
-        timeout = None if deadline is None else max(0.0, deadline - time.monotonic())
         try:
-            return future.result(timeout)
-        except (concurrent.futures.TimeoutError, Expired):
-            future.cancel()
-            raise errors.deadline_exceeded("the deadline passed while compiling %s" % kernel.name) from None
-        except concurrent.futures.CancelledError:
-            raise errors.ServiceError(grpc.StatusCode.CANCELLED, "the compile job was cancelled") from None
+            return self._wait(future, call)
+        except nvcc.NvccTimeout:
+            if call.over():
+                raise call.error("compiling") from None
+            raise errors.limit_exceeded(
+                "nvcc took longer than this server's limit of %g s (--nvcc-seconds)" % self.limits.nvcc_seconds,
+                "NVCC_TIME_LIMIT", {"stage": "nvcc", "limit_seconds": "%g" % self.limits.nvcc_seconds},
+            ) from None
+        except nvcc.NvccCancelled:
+            raise call.error("compiling") from None
+        except nvcc.NvccNotFound as e:
+            raise errors.failed_precondition("cannot compile: %s" % e, "NVCC_NOT_FOUND") from None
 
-    def _compile_job(self, kernel):
-        log.info("compile started", extra={"fields": {"event": "compile_started", "kernel": kernel.name}})
-        result = driver.build(kernel, self.cache)
-        log.info("compile finished", extra={"fields": {
-            "event": "compile_finished", "kernel": kernel.name, "ok": result.ok,
-            "cache_hit": bool(result.ok and result.compiled.cache_hit)}})
-        return result
+    @staticmethod
+    def _wait(future, call):
+        while True:
+            try:
+                return future.result(timeout=0.1)
+            except concurrent.futures.TimeoutError:
+                if call.over() and future.cancel():  # still queued: dropped
+                    raise call.error("waiting to compile") from None
+            except Expired:
+                raise call.error("waiting to compile") from None
 
-    def ListTargets(self, request, context):
+    def ListTargets(self, incoming, context):
         return catalog.list_targets()
 
-    def ListRules(self, request, context):
+    def ListRules(self, incoming, context):
         return catalog.list_rules()
 
-    def ListPrimitives(self, request, context):
+    def ListPrimitives(self, incoming, context):
         return primitives.list_primitives()
+
+
+class Incoming:
+    """A decoded request and the bytes it came as (workers decode those bytes themselves)."""
+
+    __slots__ = ("message", "data")
+
+    def __init__(self, message, data):
+        self.message = message
+        self.data = data
 
 
 class _Malformed:
@@ -168,11 +192,16 @@ class _Malformed:
 def _decoder(message_class):
     def decode(data):
         try:
-            return message_class.FromString(data)
+            return Incoming(message_class.FromString(data), data)
         except DecodeError as e:
             return _Malformed(message_class.DESCRIPTOR.full_name, e)
 
     return decode
+
+
+def _encode(response):
+    """A response message, or the bytes a worker made of one."""
+    return response if isinstance(response, bytes) else response.SerializeToString()
 
 
 def _handler(servicer, method):
@@ -194,10 +223,9 @@ def add_to_server(servicer, server):
     handlers = {}
     for method in SERVICE.methods:
         request_class = getattr(service_pb2, method.input_type.name)
-        response_class = getattr(service_pb2, method.output_type.name)
         handlers[method.name] = grpc.unary_unary_rpc_method_handler(
             _handler(servicer, method),
             request_deserializer=_decoder(request_class),
-            response_serializer=response_class.SerializeToString,
+            response_serializer=_encode,
         )
     server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(SERVICE.full_name, handlers),))

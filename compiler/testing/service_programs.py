@@ -79,3 +79,9 @@ LAUNCH_LINE = 10
 def copy_program(name="copy", rounds=4):
     """IR text of a ring copy kernel called `name` moving `rounds` 64-element tiles per block."""
     return _COPY.format(name=name, rounds=rounds, block=64 * rounds)
+
+
+def padded_program(ops, name="padded"):
+    """copy_program with `ops` more block_sync ops in its first role: a valid program as long as
+    wanted (200,000 ops: 3.6 MB, about 3 s to parse and 60 MB to hold on the development VM)."""
+    return copy_program(name).replace("    block_sync {}\n", "    block_sync {}\n" * (ops + 1), 1)
