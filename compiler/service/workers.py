@@ -73,10 +73,20 @@ class WorkerPool:
         self._lock = threading.Lock()
         self._workers = set()
         self._closed = False
+        self._failure = None  # why the workers could not start
 
     def start(self):
-        for _ in range(self.size):
-            self._idle.put(self._spawn())
+        """Start the workers in the background (the fork server imports the compiler: seconds);
+        calls wait for the first one."""
+        threading.Thread(target=self._start_all, name="cake-workers-start", daemon=True).start()
+
+    def _start_all(self):
+        try:
+            for _ in range(self.size):
+                self._idle.put(self._spawn())
+        except Exception as e:  # noqa: BLE001  (reported to every call that waits for a worker)
+            self._failure = e
+            log.error("the worker processes cannot start: %s", e, extra={"fields": {"event": "workers_failed"}})
 
     def _spawn(self):
         parent, child = self._context.Pipe()
@@ -154,6 +164,8 @@ class WorkerPool:
             try:
                 return self._idle.get(timeout=_ACQUIRE_POLL_SECONDS)
             except queue.Empty:
+                if self._failure is not None:
+                    raise _incident("no worker process could start: %s" % self._failure, None) from None
                 if call.over():
                     raise call.error("waiting for a worker to start %s" % doing) from None
 
@@ -193,7 +205,7 @@ def _time_limit(stage, seconds):
     return errors.limit_exceeded(
         "%s took longer than this server's limit of %g s (%s)" % (_STAGE_WORDS.get(stage, stage), seconds,
                                                                    limits_module.STAGE_FLAGS.get(stage, "")),
-        "%s_TIME_LIMIT" % (stage or "parse").upper(), {"stage": stage or "", "limit_seconds": "%g" % seconds},
+        "%s_TIME_LIMIT" % stage.upper(), {"stage": stage, "limit_seconds": "%g" % seconds},
     )
 
 

@@ -10,27 +10,16 @@ import argparse
 import glob
 import json
 import os
-import platform
 import statistics
 import sys
 import time
 
 from compiler.ir.text import parse_kernel
+from compiler.testing.machine import machine
 from compiler.verify import verify
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 TARGET_MS = 20.0
-
-
-def cpu_model():
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 def programs():
@@ -74,13 +63,7 @@ def main(argv=None):
     print("slowest median: %s %.2f ms (target < %.0f ms)" % (worst[0], worst[1]["median_ms"], TARGET_MS))
     report = {
         "what": "median wall time of compiler.verify.verify per corpus program (parsed once, source map included)",
-        "machine": {
-            "cpu": cpu_model(),
-            "cores": os.cpu_count(),
-            "python": platform.python_version(),
-            "platform": platform.platform(),
-            "load_average": list(os.getloadavg()),  # other work on the machine inflates medians
-        },
+        "machine": machine(),  # its load average: other work on the machine inflates medians
         "runs": args.runs,
         "target_ms": TARGET_MS,
         "slowest": {"program": worst[0], "median_ms": worst[1]["median_ms"]},
