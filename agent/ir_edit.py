@@ -43,10 +43,6 @@ def find_region(kernel, name):
     raise NotApplicable("no region %r" % name)
 
 
-def role_threads(role):
-    return 128 * role.warpgroups if role.WhichOneof("size") == "warpgroups" else 32 * role.warps
-
-
 def sym(name):
     return ir_pb2.Expr(sym=name)
 

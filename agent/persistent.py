@@ -18,8 +18,9 @@ are paid once per SM instead of once per block.
 
 from cake.ir.v1 import ir_pb2
 
-from agent.ir_edit import NotApplicable, binary, const, copy_kernel, role_threads, sym, walk_ops
+from agent.ir_edit import NotApplicable, binary, const, copy_kernel, sym, walk_ops
 from compiler.ir.paths import walk
+from compiler.ir.roles import role_threads
 
 TILE, COUNTER = "tile", "it"
 

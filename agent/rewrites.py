@@ -20,46 +20,43 @@ from agent.ir_edit import (
     find_region,
     find_role,
     logical_and,
-    role_threads,
     sym,
     walk_ops,
 )
 from agent.persistent import persistent
-
-REGISTER_FILE = 65536  # 32-bit registers per SM (sm_80 .. sm_100a)
-SETMAXNREG_MIN, SETMAXNREG_MAX = 24, 256
-SWIZZLE_SPAN = {
-    ir_pb2.SWIZZLE_NONE_UNSPECIFIED: 0,
-    ir_pb2.SWIZZLE_32B: 32,
-    ir_pb2.SWIZZLE_64B: 64,
-    ir_pb2.SWIZZLE_128B: 128,
-}
-SWIZZLE_BY_NAME = {"none": ir_pb2.SWIZZLE_NONE_UNSPECIFIED, "32b": ir_pb2.SWIZZLE_32B, "64b": ir_pb2.SWIZZLE_64B,
-                   "128b": ir_pb2.SWIZZLE_128B}
-ELEMENT_BYTES = {ir_pb2.DTYPE_BF16: 2, ir_pb2.DTYPE_F16: 2, ir_pb2.DTYPE_F32: 4, ir_pb2.DTYPE_FP8_E4M3: 1,
-                 ir_pb2.DTYPE_I8: 1, ir_pb2.DTYPE_I32: 4}
+from compiler.ir import enums
+from compiler.ir.dtypes import DTYPE_BYTES, SWIZZLE_SPAN
+from compiler.ir.roles import role_threads
+from compiler.targets import TARGETS, database
+from compiler.targets import registers as target_registers
 
 
-def block_threads(kernel):
-    """Threads per block: roles in order, a warpgroup role starting at a warpgroup boundary."""
-    threads = 0
-    for role in kernel.roles:
-        if role.WhichOneof("size") == "warpgroups":
-            threads = -(-threads // 128) * 128
-        threads += role_threads(role)
-    return -(-threads // 128) * 128 if any(r.WhichOneof("size") == "warpgroups" for r in kernel.roles) else threads
+def _limits(kernel):
+    """The resource limits of the kernel's target (compiler/targets), NotApplicable for an unknown one."""
+    try:
+        return database.limits(_target_name(kernel))
+    except ValueError:
+        raise NotApplicable("target %s has no resource limits" % _target_name(kernel)) from None
 
 
-def _check_setmaxnreg(kernel):
-    if kernel.target not in (ir_pb2.TARGET_SM_90A, ir_pb2.TARGET_SM_100A):
+def _target_name(kernel):
+    return enums.short_name(ir_pb2.Target.DESCRIPTOR, kernel.target) if kernel.target in ir_pb2.Target.values() \
+        else str(kernel.target)
+
+
+def _setmaxnreg(kernel):
+    """The budgets setmaxnreg takes on the kernel's target; NotApplicable where it has none."""
+    legal = target_registers.setmaxnreg(_target_name(kernel)) if _target_name(kernel) in TARGETS else None
+    if legal is None:
         raise NotApplicable("register budgets (setmaxnreg) exist on sm_90a and sm_100a only")
+    return legal
 
 
 def registers(kernel, role, value):
-    """Set one role's register budget (setmaxnreg), a multiple of 8 in [24, 256]."""
-    _check_setmaxnreg(kernel)
+    """Set one role's register budget (setmaxnreg), a legal setmaxnreg value (multiples of 8 in [24, 256])."""
+    legal = _setmaxnreg(kernel)
     value = int(value)
-    if value % 8 or not SETMAXNREG_MIN <= value <= SETMAXNREG_MAX:
+    if not legal.legal(value):
         raise NotApplicable("%d is not a setmaxnreg value" % value)
     out = copy_kernel(kernel)
     target = find_role(out, role)
@@ -69,29 +66,25 @@ def registers(kernel, role, value):
     return out
 
 
-def register_budget_per_thread(kernel):
-    """Registers per thread the launch allocates: the file over threads x min_blocks_per_sm, in steps of 8."""
-    threads = block_threads(kernel) * max(1, kernel.launch.min_blocks_per_sm)
-    return min(255, REGISTER_FILE // max(1, threads)) // 8 * 8
-
-
 def rebalance_registers(kernel, producer=24, cap=240):
     """Give producers `producer` registers and share the rest of the launch's allocation among
     the other budgeted roles (setmaxnreg moves registers within the block's allocation)."""
-    _check_setmaxnreg(kernel)
+    legal = _setmaxnreg(kernel)
+    limits = _limits(kernel)
     out = copy_kernel(kernel)
     budgeted = [r for r in out.roles if r.registers]
     if not budgeted:
         raise NotApplicable("no role has a register budget")
-    pool = register_budget_per_thread(out) * block_threads(out)
+    pool = target_registers.pool(out, limits)
+    entry = target_registers.kernel_launch_budget(out, limits)
     producers = [r for r in budgeted if r.kind == ir_pb2.ROLE_KIND_PRODUCER]
     others = [r for r in budgeted if r.kind != ir_pb2.ROLE_KIND_PRODUCER]
     if not others:
         raise NotApplicable("only producer roles have budgets")
-    unbudgeted = sum(role_threads(r) for r in out.roles if not r.registers) * register_budget_per_thread(out)
+    unbudgeted = sum(role_threads(r) for r in out.roles if not r.registers) * entry
     left = pool - unbudgeted - sum(producer * role_threads(r) for r in producers)
-    share = min(cap, left // sum(role_threads(r) for r in others) // 8 * 8)
-    if share < SETMAXNREG_MIN:
+    share = min(cap, left // sum(role_threads(r) for r in others) // legal.step * legal.step)
+    if share < legal.minimum:
         raise NotApplicable("the launch allocation leaves %d registers per consumer thread" % share)
     for r in producers:
         r.registers = producer
@@ -108,14 +101,15 @@ def swizzle(kernel, region, mode):
     target = find_region(out, region)
     if target.space != ir_pb2.MEMORY_SPACE_SHARED:
         raise NotApplicable("region %r is not shared memory" % region)
-    want = SWIZZLE_BY_NAME.get(mode)
-    if want is None:
-        raise NotApplicable("unknown swizzle %r" % mode)
+    try:
+        want = enums.value_of(ir_pb2.Swizzle.DESCRIPTOR, mode)
+    except ValueError:
+        raise NotApplicable("unknown swizzle %r" % mode) from None
     if target.swizzle == want:
         raise NotApplicable("region %r already has swizzle %s" % (region, mode))
     if target.swizzle == ir_pb2.SWIZZLE_NONE_UNSPECIFIED:
         raise NotApplicable("region %r is unswizzled: its readers do not expect a swizzle" % region)
-    inner = target.shape[-1] * ELEMENT_BYTES.get(target.dtype, 0) if target.shape else 0
+    inner = target.shape[-1] * DTYPE_BYTES.get(target.dtype, 0) if target.shape else 0
     if SWIZZLE_SPAN[want] and inner % SWIZZLE_SPAN[want]:
         raise NotApplicable("rows of %d bytes are not a multiple of the %s span" % (inner, mode))
     target.swizzle = want
@@ -223,7 +217,7 @@ def split_reduction(kernel, parts):
             if b is None or len(b.shape) != 2 or mma.b.window or mma.a_major or mma.b_major:
                 continue
             depth = b.shape[1]
-            span = SWIZZLE_SPAN[b.swizzle] // ELEMENT_BYTES.get(b.dtype, 2) or 16
+            span = SWIZZLE_SPAN[b.swizzle] // DTYPE_BYTES.get(b.dtype, 2) or 16
             step = depth // parts
             if depth % parts or step % 16 or step % span:
                 raise NotApplicable("a %d-deep reduction does not split into %d swizzle-aligned parts" % (depth, parts))

@@ -8,9 +8,9 @@
 ValueError) saying which required information is missing or out of range; it
 raises nothing else on any Kernel proto. `features` gives the calibration-free
 quantities the prediction is made from, to record beside measured times for
-calibration.fit. Data: targets.json (hardware, see target_db) and
-calibration.json (model constants, see calibration); the model is described in
-docs/cost_model.md.
+calibration.fit. Data: the target database (compiler/targets/targets.json, see
+database.py there) and calibration.json (model constants, see calibration); the model
+is described in docs/cost_model.md.
 """
 
 from compiler.analysis import calibration as _calibration

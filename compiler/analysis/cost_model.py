@@ -14,9 +14,10 @@ from cake.compiler.v1 import analysis_pb2
 from cake.ir.v1 import ir_pb2
 
 from compiler import targets
-from compiler.analysis import counts, occupancy, roofline, shape_binding, target_db, tiles
+from compiler.analysis import counts, occupancy, roofline, shape_binding, tiles
 from compiler.analysis.errors import AnalysisError, as_float, evaluate
 from compiler.ir import enums
+from compiler.targets import database
 
 # CUDA's grid limits per dimension (x, y, z).
 GRID_LIMITS = ((1 << 31) - 1, 65535, 65535)
@@ -43,7 +44,7 @@ def _device(target, device):
         if prefix != target.name:
             raise AnalysisError("device %s/%s is not a %s device" % (prefix, device, target.name))
     try:
-        return target_db.device_for(target.name, device)
+        return database.device_for(target.name, device)
     except ValueError as e:
         raise AnalysisError(str(e)) from None
 
@@ -100,6 +101,9 @@ def measure(kernel, shapes=None, device=None):
     if threads == 0:
         raise AnalysisError("kernel.roles: no threads; declare roles with warps or warpgroups")
     shared = occupancy.shared_bytes_per_block(kernel)
+    problem = occupancy.register_problem(kernel, dev, target.has("setmaxnreg"))
+    if problem:
+        raise AnalysisError("kernel does not fit on one SM of %s: %s" % (dev.key, problem))
     registers = occupancy.registers_per_thread(kernel, dev, target.has("setmaxnreg"))
     occ = occupancy.occupancy(dev, shared, registers, threads)
     if occ.blocks_per_sm == 0:

@@ -31,7 +31,7 @@ from cake.ir.v1 import ir_pb2
 
 from compiler.analysis import tiles
 from compiler.analysis.errors import AnalysisError, as_float, evaluate
-from compiler.ir import enums
+from compiler.ir import enums, shapes
 from compiler.ir import expr as ir_expr
 
 ENUMERATE = 64
@@ -107,7 +107,7 @@ class _Walker:
         region = self.regions.get(ref.region)
         if region is None:
             return None, 0.0
-        return region, tiles.elements(tiles.tile_shape(region, ref)) * tiles.units(region, role)
+        return region, tiles.elements(shapes.tile_shape(ref, region)) * tiles.units(region, role)
 
     def _global_bytes(self, param_name, elements):
         param = self.params.get(param_name)
@@ -257,7 +257,7 @@ class _Walker:
         acc = self.regions.get(op.acc.region)
         if family is None or acc is None:
             return {}
-        acc_shape = tiles.tile_shape(acc, op.acc)
+        acc_shape = shapes.tile_shape(op.acc, acc)
         if len(acc_shape) < 2:
             return {}
         m, n = max(0, acc_shape[-2]), max(0, acc_shape[-1])
@@ -280,7 +280,7 @@ class _Walker:
         region = self.regions.get(ref.region)
         if region is None or len(region.shape) < 2:
             return None, None
-        shape = tiles.tile_shape(region, ref)
+        shape = shapes.tile_shape(ref, region)
         return max(0, shape[-2] if major == ir_pb2.MAJOR_MN else shape[-1]), region.dtype
 
     def _tmem_load(self, op, role):
@@ -325,11 +325,11 @@ class _Walker:
         a = self.regions.get(op.a.region)
         if a is None or not a.shape:
             return {}
-        c = float(max(0, tiles.tile_shape(a, op.a)[-1]))
+        c = float(max(0, shapes.tile_shape(op.a, a)[-1]))
         cols = c
         b = self.regions.get(op.b.region) if op.HasField("b") else None
         if b is not None and b.shape:
-            cols = float(max(0, tiles.tile_shape(b, op.b)[-1]))
+            cols = float(max(0, shapes.tile_shape(op.b, b)[-1]))
         # Substitution: c^2 / 2 FMAs per right-hand side; one reciprocal per row unless unit diagonal.
         return {"fp32": c * c * cols, "sfu": 0.0 if op.unit_diagonal else c}
 

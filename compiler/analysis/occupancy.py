@@ -3,26 +3,22 @@
 - Shared memory: what lowering lays out (compiler/ir/smem_layout.py): regions,
   1024-byte aligned, with their stages; TMEM address slots; scratch tiles for
   solves into registers; the mbarriers.
-- Registers per thread: with role budgets on a target with setmaxnreg, the block's
-  register pool is the sum of threads x budget over roles (a role without a budget
-  counts its estimate), spread over all threads; without setmaxnreg every thread
-  gets the largest role's need. A role's estimate is its register regions plus
-  REGISTER_OVERHEAD for addresses, indices and loop counters. Rounded up to 8
-  (the allocation granularity) and capped by 255 and by min_blocks_per_sm.
+- Registers per thread (compiler/targets/registers.py): with role budgets on a target
+  with setmaxnreg, the launch budget (ptxas compiles such kernels to the launch bounds'
+  count, and setmaxnreg moves registers within it); otherwise every thread gets the
+  largest role's need (its live fragments, compiler/ir/fragments.py, plus the target's
+  role overhead) in allocation steps, at most the launch budget. `register_problem`
+  says when budgets over-commit the pool or a role needs more than its budget (what
+  the verifier's CAKE-RES-004 and CAKE-RES-005 report).
 - Occupancy: blocks per SM as limited by shared memory (with the system's
   per-block reservation), registers (allocated per warp in units), threads and
   the block limit; the smallest limit names the limiter.
 """
 
 import collections
-import math
 
-from cake.ir.v1 import ir_pb2
-
-from compiler.analysis import tiles
-from compiler.ir import smem_layout
-
-REGISTER_OVERHEAD = 32
+from compiler.ir import fragments, roles, smem_layout
+from compiler.targets import registers
 
 Occupancy = collections.namedtuple("Occupancy", "blocks_per_sm limiter limits")
 
@@ -37,34 +33,43 @@ def shared_bytes_per_block(kernel):
 
 
 def threads_per_block(kernel):
-    return sum(tiles.role_threads(role) for role in kernel.roles)
+    """Threads lowering launches (compiler/ir/roles.py: warpgroup roles start aligned)."""
+    return roles.block_threads(kernel)
 
 
-def _estimate(kernel, role):
-    owned = sum(
-        tiles.registers_per_thread(r)
-        for r in kernel.regions
-        if r.space == ir_pb2.MEMORY_SPACE_REGISTER and r.owner == role.name
-    )
-    return owned + REGISTER_OVERHEAD
+def role_needs(kernel, target_name):
+    """Registers per thread each role needs: its live fragments plus what a role needs beyond them."""
+    overhead = registers.role_overhead(target_name)
+    return [fragments.live_peak(kernel, i)[0] + overhead for i in range(len(kernel.roles))]
 
 
 def registers_per_thread(kernel, device, setmaxnreg):
     """Registers per thread the block is launched with (see the module doc)."""
-    threads = threads_per_block(kernel)
-    needs = [(tiles.role_threads(r), r.registers if r.registers > 0 else _estimate(kernel, r)) for r in kernel.roles]
-    if not needs or threads == 0:
-        return 0
+    entry = registers.kernel_launch_budget(kernel, device.limits)
     if setmaxnreg and any(r.registers > 0 for r in kernel.roles):
-        regs = math.ceil(sum(t * n for t, n in needs) / threads)
-    else:
-        regs = max(n for _, n in needs)
-    cap = device.registers_per_thread_max
-    min_blocks = kernel.launch.min_blocks_per_sm
-    if min_blocks > 0:
-        # __launch_bounds__(threads, min_blocks): ptxas caps registers (spilling the rest).
-        cap = min(cap, device.registers_per_sm // (min_blocks * threads) // 8 * 8)
-    return max(0, min(_round_up(regs, 8), cap))
+        return entry
+    step = device.register_allocation_unit // roles.WARP
+    return min(_round_up(max(role_needs(kernel, device.target), default=0), step), entry)
+
+
+def register_problem(kernel, device, setmaxnreg):
+    """Why the roles' registers do not fit the launch (the verifier's CAKE-RES-004/005), or None."""
+    threads = threads_per_block(kernel)
+    if not 0 < threads <= device.threads_per_block_max:
+        return None  # the block does not launch at all: occupancy says so
+    budgeted = setmaxnreg and any(r.registers > 0 for r in kernel.roles)
+    if budgeted:
+        pool = registers.pool(kernel, device.limits)
+        use = sum(registers.pool_use(kernel, device.limits))
+        if use > pool:
+            return "role register budgets need %d registers, over the %d the block is launched with" % (use, pool)
+    budgets = registers.role_budgets(kernel, device.limits) if budgeted else \
+        [registers.kernel_launch_budget(kernel, device.limits)] * len(kernel.roles)
+    for role, need, budget in zip(kernel.roles, role_needs(kernel, device.target), budgets):
+        if need > budget:
+            return "role %s needs %d registers per thread (live fragments and overhead) but has %d" % (
+                role.name, need, budget)
+    return None
 
 
 def occupancy(device, shared_bytes, registers, threads):

@@ -1,11 +1,12 @@
 """Tests of shared memory, registers, threads and occupancy."""
 
-from compiler.analysis import occupancy, target_db
+from compiler.analysis import occupancy
 from compiler.ir.builder import KernelBuilder
+from compiler.targets import database, registers
 from compiler.testing import analysis_kernels
 from kernels.gemm.schedules import gemm_sm90a
 
-H200 = target_db.device_for("sm_90a")
+H200 = database.device_for("sm_90a")
 
 
 def test_shared_memory_is_lowerings_layout():
@@ -35,15 +36,27 @@ def test_two_stage_ring_is_limited_by_registers():
     assert (occ.blocks_per_sm, occ.limiter) == (1, "registers")
 
 
-def test_role_budgets_pool_registers_with_setmaxnreg():
+def test_role_budgets_start_every_thread_at_the_launch_budget():
     k = gemm_sm90a()
-    assert occupancy.registers_per_thread(k, H200, setmaxnreg=True) == 168  # (128 x 40 + 256 x 232) / 384
-    assert occupancy.registers_per_thread(k, H200, setmaxnreg=False) == 232  # every thread gets the most
+    # 65536 / 384 threads, in steps of 8: what ptxas reports for the budgeted GEMM
+    assert occupancy.registers_per_thread(k, H200, setmaxnreg=True) == 168
+    # without setmaxnreg every thread gets the largest role's need: 128 accumulator registers + 32
+    assert occupancy.registers_per_thread(k, H200, setmaxnreg=False) == 128 + registers.role_overhead("sm_90a")
+    assert occupancy.register_problem(k, H200, setmaxnreg=True) is None
+
+
+def test_budgets_over_the_launch_pool_do_not_fit():
+    k = gemm_sm90a()
+    k.roles[0].registers = 48  # 128 x 48 + 256 x 232 = 65,536: under the SM's file, over the 64,512 launched
+    assert "over the 64512" in occupancy.register_problem(k, H200, setmaxnreg=True)
+    k.roles[0].registers = 40
+    k.roles[1].registers = 152  # below the consumer's 128 fragment registers + 32
+    assert "role mma needs 160" in occupancy.register_problem(k, H200, setmaxnreg=True)
 
 
 def test_registers_are_estimated_from_register_regions():
     k = analysis_kernels.copy_rows(cols=64)  # 64 f32 per thread + overhead
-    assert occupancy.registers_per_thread(k, H200, setmaxnreg=True) == 64 + occupancy.REGISTER_OVERHEAD
+    assert occupancy.registers_per_thread(k, H200, setmaxnreg=True) == 64 + registers.role_overhead("sm_90a")
     wide = analysis_kernels.copy_rows(cols=512)
     assert occupancy.registers_per_thread(wide, H200, setmaxnreg=True) == 255  # the hardware cap
 

@@ -83,7 +83,7 @@ def test_lowering_errors_point_at_the_op():
     assert not result.ok
     d = result.diagnostics[0]
     assert d.id == "CAKE-BUILD-001"
-    assert d.path == "kernel.roles[0].body[2].branch.then_body[0].loop.body[1].mbarrier_expect_tx"
+    assert d.path == "kernel.roles[0].body[0].branch.then_body[2].fence"  # fence.mbarrier_init, the first sm_90 op
     assert "sm_80" in d.message
 
 

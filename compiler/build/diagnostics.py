@@ -11,14 +11,11 @@ import re
 from cake.compiler.v1 import diagnostics_pb2 as dpb
 from cake.ir.v1 import ir_pb2
 
-from compiler.lower.fragments import Fragment
+from compiler.ir import fragments
+from compiler.targets import registers
 
 _NVCC_LINE = re.compile(r"kernel\.cu\((\d+)\): (error|warning)[^:]*: (.*)")
 _PATH_COMMENT = re.compile(r"^\s*// (kernel\.[\w\[\].]+)")
-
-# Registers a role needs beyond its fragments (addresses, loop counters, temporaries).
-ROLE_OVERHEAD_REGISTERS = 40
-
 
 def _diag(id_, message, path, fix, severity=dpb.SEVERITY_ERROR):
     return dpb.Diagnostic(
@@ -59,19 +56,9 @@ def nvcc_errors(source, stderr, kernel=None, ctx=None):
     return out
 
 
-def _role_register_need(kernel, role):
-    need = ROLE_OVERHEAD_REGISTERS
-    for region in kernel.regions:
-        if region.space == ir_pb2.MEMORY_SPACE_REGISTER and region.owner == role.name:
-            frag = Fragment(region)
-            words = frag.count if frag.count is not None else sum(region.shape) // 2
-            need += words * (2 if region.dtype in (ir_pb2.DTYPE_F64, ir_pb2.DTYPE_I64) else 1)
-    return need
-
-
-def entry_register_cap(kernel, ctx):
-    """Registers per thread ptxas may use: what __launch_bounds__(threads, min blocks) leaves."""
-    return min(255, (65536 // (ctx.threads * max(1, kernel.launch.min_blocks_per_sm))) // 8 * 8)
+def _role_register_need(ctx, role_index):
+    """What a role needs (compiler/ir/fragments.live_peak plus the role overhead, compiler/targets/registers.py)."""
+    return fragments.live_peak(ctx.kernel, role_index)[0] + registers.role_overhead(ctx.target.name)
 
 
 def _register_pressure(kernel, ctx, cap, what):
@@ -79,7 +66,7 @@ def _register_pressure(kernel, ctx, cap, what):
     ranked = []
     for i, role in enumerate(kernel.roles):
         budget = role.registers or cap
-        need = _role_register_need(kernel, role)
+        need = _role_register_need(ctx, i)
         ranked.append((need - budget, i, role, need, budget))
     ranked.sort(key=lambda t: (-t[0], t[1]))
     _, i, role, need, budget = ranked[0]
@@ -96,6 +83,6 @@ def resource_diagnostics(kernel, ctx, usage):
     out = []
     spilled = usage.spill_store_bytes + usage.spill_load_bytes
     if spilled:
-        out.append(_register_pressure(kernel, ctx, entry_register_cap(kernel, ctx), "ptxas spilled %d bytes (%d stores, "
+        out.append(_register_pressure(kernel, ctx, ctx.entry_registers, "ptxas spilled %d bytes (%d stores, "
                    "%d loads) with %d registers per thread" % (spilled, usage.spill_store_bytes, usage.spill_load_bytes, usage.registers)))
     return out

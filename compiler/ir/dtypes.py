@@ -15,5 +15,10 @@ DTYPE_BYTES = {
     ir_pb2.DTYPE_U32: 4,
 }
 
-# Swizzle span in bytes (see Swizzle in ir.proto); no swizzle has none.
-SWIZZLE_SPAN = {ir_pb2.SWIZZLE_32B: 32, ir_pb2.SWIZZLE_64B: 64, ir_pb2.SWIZZLE_128B: 128}
+# Swizzle span in bytes (see Swizzle in ir.proto); no swizzle spans 0.
+SWIZZLE_SPAN = {
+    ir_pb2.SWIZZLE_NONE_UNSPECIFIED: 0,
+    ir_pb2.SWIZZLE_32B: 32,
+    ir_pb2.SWIZZLE_64B: 64,
+    ir_pb2.SWIZZLE_128B: 128,
+}

@@ -4,12 +4,7 @@ import dataclasses
 
 from cake.ir.v1 import ir_pb2
 
-from compiler.ir.dtypes import DTYPE_BYTES  # noqa: F401  (re-exported for the printers)
-from compiler.ir.dtypes import SWIZZLE_SPAN as _IR_SWIZZLE_SPAN
 from compiler.ir.enums import short_name
-
-# Element sizes and swizzle spans are IR facts (compiler/ir/dtypes.py); no swizzle spans 0.
-SWIZZLE_SPAN = {**_IR_SWIZZLE_SPAN, ir_pb2.SWIZZLE_NONE_UNSPECIFIED: 0}
 
 # The C++ type generated code uses for each dtype.
 DTYPE_CTYPE = {
@@ -86,6 +81,7 @@ class Context:
 
     kernel: ir_pb2.Kernel
     target: object  # compiler.targets.Target
+    limits: object  # compiler.targets.database.Limits of the target's default device
     shared: dict = dataclasses.field(default_factory=dict)  # region name -> SharedRegion
     registers: dict = dataclasses.field(default_factory=dict)  # region name -> ir_pb2.Region
     mbarriers: dict = dataclasses.field(default_factory=dict)  # name -> (offset, Barrier)
@@ -93,7 +89,9 @@ class Context:
     shared_bytes: int = 0
     tensor_maps: list = dataclasses.field(default_factory=list)
     roles: list = dataclasses.field(default_factory=list)  # RoleInfo
+    spans: list = dataclasses.field(default_factory=list)  # compiler.ir.roles.RoleSpan per role
     threads: int = 0
+    entry_registers: int = 0  # registers per thread at launch (compiler/targets/registers.py)
     params: dict = dataclasses.field(default_factory=dict)  # name -> ir_pb2.Param
     symbols: dict = dataclasses.field(default_factory=dict)  # name -> ir_pb2.Symbol
     pointer_params: set = dataclasses.field(default_factory=set)  # tensor params used through pointers

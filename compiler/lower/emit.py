@@ -7,27 +7,16 @@ comes from, so a reader (or an nvcc error) can be traced back to the schedule.
 
 from cake.ir.v1 import ir_pb2
 
+from compiler.ir import abi
+from compiler.ir.scalars import role_scalars
 from compiler.lower import ops
 from compiler.lower.cexpr import ExprError, cexpr, ident
 from compiler.lower.context import DTYPE_CTYPE, LoweringError, dtype_name
-from compiler.ir.scalars import role_scalars
 from compiler.lower.fragments import declare_fragment
 from compiler.lower.writer import Writer
+from compiler.targets import registers
 
 INT32_MAX = (1 << 31) - 1
-
-# Ops that exist only on targets with a feature (compiler/targets.py); mma kinds are checked
-# by their printers.
-OP_FEATURES = {
-    "tma_load": "tma",
-    "tma_store": "tma",
-    "bulk_wait": "tma",
-    "mbarrier_expect_tx": "mbarrier_tx",
-    "stmatrix": "stmatrix",
-    "mma_commit": "tcgen05",
-    "tmem_load": "tensor_memory",
-}
-
 
 class Emitter:
     """Prints ops of one role into a Writer; tracks loop variables' non-negativity."""
@@ -56,9 +45,6 @@ class Emitter:
             op_path = "%s[%d].%s" % (path, i, kind) if kind else "%s[%d]" % (path, i)
             if kind is None:
                 raise LoweringError("%s[%d]" % (path, i), "empty op")
-            feature = OP_FEATURES.get(kind)
-            if feature and not self.ctx.target.has(feature):
-                raise LoweringError(op_path, "%s needs %s, which %s lacks" % (kind, feature, self.ctx.target.name))
             printer = ops.PRINTERS.get(kind)
             if printer is None:
                 raise LoweringError(op_path, "lowering has no printer for op %r" % kind)
@@ -73,18 +59,17 @@ def _symbol_ctype(sym):
 
 
 def _signature(ctx):
+    """The parameter list, from the kernel ABI (compiler/ir/abi.py) the launch metadata also reads."""
     args = []
-    for p in ctx.kernel.params:
-        if p.kind == ir_pb2.PARAM_KIND_TENSOR:
-            const = "const " if p.access == ir_pb2.ACCESS_READ else ""
-            args.append("%s%s* __restrict__ %s" % (const, DTYPE_CTYPE[p.dtype], ident(p.name)))
+    for a in abi.arguments(ctx.kernel, ctx.tensor_maps):
+        if a.kind == abi.POINTER:
+            args.append("%s%s* __restrict__ %s" % ("const " if a.read_only else "", DTYPE_CTYPE[a.dtype], ident(a.name)))
+        elif a.kind == abi.SCALAR:
+            args.append("%s %s" % (DTYPE_CTYPE[a.dtype], ident(a.name)))
+        elif a.kind == abi.SYMBOL:
+            args.append("long long %s_arg" % ident(a.source))  # the prologue reads it by this name
         else:
-            args.append("%s %s" % (DTYPE_CTYPE[p.dtype], ident(p.name)))
-    for s in ctx.kernel.contract.symbols:
-        if not s.HasField("value"):
-            args.append("long long %s_arg" % ident(s.name))
-    for t in ctx.tensor_maps:
-        args.append("const __grid_constant__ CUtensorMap %s" % t.arg)
+            args.append("const __grid_constant__ CUtensorMap %s" % a.name)
     return args
 
 
@@ -114,25 +99,20 @@ def _prologue(ctx, w):
         w.line("if (threadIdx.x == 0) cake::tma::prefetch(&%s);" % t.arg)
 
 
-def _register_budget_at_entry(ctx):
-    blocks = max(1, ctx.kernel.launch.min_blocks_per_sm)
-    return min(255, (65536 // (ctx.threads * blocks)) // 8 * 8)
-
-
 def _check_register_budgets(ctx):
     """setmaxnreg moves registers between warpgroups of the block's allocation at launch
-    (the entry budget x threads); asking for more than that makes setmaxnreg.inc wait
-    forever, so such budgets are refused here rather than hang on the GPU."""
+    (compiler/targets/registers.py: the pool); asking for more than that makes setmaxnreg.inc
+    wait forever, so such budgets are refused here rather than hang on the GPU."""
     if not ctx.target.has("setmaxnreg"):
         return
-    entry = _register_budget_at_entry(ctx)
-    total = sum((info.role.registers or entry) * info.threads for info in ctx.roles)
-    if total > entry * ctx.threads:
+    pool = registers.pool(ctx.kernel, ctx.limits, ctx.spans)
+    total = sum(registers.pool_use(ctx.kernel, ctx.limits, ctx.spans))
+    if total > pool:
         raise LoweringError(
             "kernel.roles",
             "role register budgets need %d registers but the block is allocated %d at launch (%d threads x %d); "
-            "setmaxnreg.inc would wait forever" % (total, entry * ctx.threads, ctx.threads, entry),
-            "lower the consumer budgets or the producer's further, so that sum(budget x threads) <= %d" % (entry * ctx.threads),
+            "setmaxnreg.inc would wait forever" % (total, pool, ctx.threads, ctx.entry_registers),
+            "lower the consumer budgets or the producer's further, so that sum(budget x threads) <= %d" % pool,
         )
 
 
@@ -144,10 +124,9 @@ def _role(ctx, em, info):
     w.comment("%s: role %r, warps %d..%d" % (path, role.name, lo, hi - 1))
     with w.block("if (cake_warp_id >= %d && cake_warp_id < %d)" % (lo, hi)):
         if role.registers and ctx.target.has("setmaxnreg"):
-            entry = _register_budget_at_entry(ctx)
-            if role.registers > entry:
+            if role.registers > ctx.entry_registers:
                 w.line("cake::setmaxnreg_inc<%d>();" % role.registers)
-            elif role.registers < entry:
+            elif role.registers < ctx.entry_registers:
                 w.line("cake::setmaxnreg_dec<%d>();" % role.registers)
         w.line("const int cake_thread = int(threadIdx.x) - %d;" % (32 * lo))
         w.line("const int cake_warp = cake_warp_id - %d;" % lo)

@@ -1,15 +1,15 @@
 """Register fragments: their C++ declarations and which element each thread holds.
 
-A Fragment answers, for the calling thread: how many elements it holds (`count`), the
+A Fragment answers, for the calling thread: how many elements it holds (`count`, compiler/ir/
+fragments.py's values_per_thread, which the verifier and the cost model count too), the
 C++ lvalue of element i, and element i's coordinates in the region's shape. Math ops
 iterate `for i in [0, count)` over a destination fragment and read operands at the
 same coordinates, so any op works on any layout without per-layout code in the op.
 """
 
-import math
-
 from cake.ir.v1 import ir_pb2
 
+from compiler.ir import fragments
 from compiler.lower.context import DTYPE_CTYPE, LoweringError
 
 L = ir_pb2.FragmentLayout
@@ -30,23 +30,23 @@ class Fragment:
             self._need(len(shape) == 2 and shape[0] == 64 and shape[1] % 8 == 0, "[64, N] with N % 8 == 0")
             self.cls = "cake::WgmmaAcc<%d>" % shape[1]
             self.decl = "%s %s;" % (self.cls, self.name)
-            self.count = shape[1] // 2
+            self.count = fragments.values_per_thread(region)
         elif layout in (L.FRAGMENT_LAYOUT_WGMMA_ROWS, L.FRAGMENT_LAYOUT_MMA_ROWS):
             # One value (or a list of per_row values, e.g. top-k) per accumulator row.
             if layout == L.FRAGMENT_LAYOUT_WGMMA_ROWS:
                 self._need(len(shape) in (1, 2) and shape[0] == 64, "[64] or [64, k]")
-                self.cls, slots = "cake::WgmmaRows<%s>" % self.ctype, 2
+                self.cls = "cake::WgmmaRows<%s>" % self.ctype
             else:
                 self._need(len(shape) in (1, 2) and shape[0] % 16 == 0, "[16 i] or [16 i, k]")
-                self.cls, slots = "cake::MmaRows<%s, %d>" % (self.ctype, shape[0] // 16), shape[0] // 8
+                self.cls = "cake::MmaRows<%s, %d>" % (self.ctype, shape[0] // 16)
             self.per_row = shape[1] if len(shape) == 2 else 1
-            self.count = slots * self.per_row
+            self.count = fragments.values_per_thread(region)
             self.decl = "%s %s[%d];" % (self.ctype, self.name, self.count)
         elif layout == L.FRAGMENT_LAYOUT_MMA_ACC:
             self._need(len(shape) == 2 and shape[0] % 16 == 0 and shape[1] % 8 == 0, "[16 i, 8 j]")
             self.cls = "cake::MmaAcc<%d, %d>" % (shape[0] // 16, shape[1] // 8)
             self.decl = "%s %s;" % (self.cls, self.name)
-            self.count = shape[0] * shape[1] // 32
+            self.count = fragments.values_per_thread(region)
         elif layout == L.FRAGMENT_LAYOUT_MMA_A:
             self._need(len(shape) == 2 and shape[0] % 16 == 0 and shape[1] % 16 == 0, "[16 i, 16 k]")
             self.cls = "cake::MmaA<%d, %d>" % (shape[0] // 16, shape[1] // 16)
@@ -60,11 +60,12 @@ class Fragment:
         elif layout == L.FRAGMENT_LAYOUT_ROW_PER_THREAD:
             self._need(len(shape) in (1, 2), "[threads] or [threads, N]")
             self.cls = None
-            self.count = shape[1] if len(shape) == 2 else 1
+            self.count = fragments.values_per_thread(region)
             self.decl = "%s %s[%d];" % (self.ctype, self.name, self.count)
         elif layout == L.FRAGMENT_LAYOUT_PER_THREAD:
+            self._need(shape and all(d > 0 for d in shape), "with positive dimensions")
             self.cls = None
-            self.count = math.prod(shape) if shape else 1
+            self.count = fragments.values_per_thread(region)
             self.decl = "%s %s[%d];" % (self.ctype, self.name, self.count)
         else:
             raise LoweringError("region %s" % region.name, "register region %r has no fragment layout" % region.name)

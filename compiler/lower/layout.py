@@ -1,7 +1,7 @@
 """Layout passes: where roles, shared regions and barriers live.
 
 - Roles take consecutive warps in declaration order; a role sized in warpgroups starts
-  at a warpgroup boundary (wgmma and setmaxnreg need aligned warpgroups).
+  at a warpgroup boundary (compiler/ir/roles.py, which the verifier and the cost model read).
 - Shared memory is laid out by compiler/ir/smem_layout.py (the one layout, which the
   verifier and the cost analysis measure): 1024-byte-aligned regions, TMEM address
   slots, scratch tiles for tri_solves into registers, then mbarriers.
@@ -10,27 +10,26 @@
 
 from cake.ir.v1 import ir_pb2
 
-from compiler.ir import smem_layout
-from compiler.lower.context import DTYPE_BYTES, SWIZZLE_SPAN, LoweringError, RoleInfo, SharedRegion
+from compiler.ir import roles, smem_layout
+from compiler.ir.dtypes import DTYPE_BYTES, SWIZZLE_SPAN
+from compiler.lower.context import LoweringError, RoleInfo, SharedRegion
+from compiler.targets import registers
 
 
 def layout_roles(ctx):
-    warp = 0
-    for i, role in enumerate(ctx.kernel.roles):
+    """Warp ranges of the roles and threads per block (compiler/ir/roles.py)."""
+    spans = roles.role_spans(ctx.kernel)
+    for i, (role, span) in enumerate(zip(ctx.kernel.roles, spans)):
         path = "kernel.roles[%d]" % i
         size = role.WhichOneof("size")
-        if size == "warpgroups":
-            warp = smem_layout.align(warp, 4)
-            warps = 4 * role.warpgroups
-        elif size == "warps":
-            warps = role.warps
-        else:
+        if size is None:
             raise LoweringError(path, "role %r has no size (warps or warpgroups)" % role.name)
-        if warps <= 0:
-            raise LoweringError(path, "role %r has %d warps" % (role.name, warps))
-        ctx.roles.append(RoleInfo(role=role, index=i, first_warp=warp, warps=warps))
-        warp += warps
-    ctx.threads = 32 * warp
+        if span.warps <= 0:
+            raise LoweringError(path, "role %r has no warps (%s: %d)" % (role.name, size, getattr(role, size)))
+        ctx.roles.append(RoleInfo(role=role, index=i, first_warp=span.first_warp, warps=span.warps))
+    ctx.spans = spans
+    ctx.threads = roles.block_threads(ctx.kernel, spans)
+    ctx.entry_registers = registers.kernel_launch_budget(ctx.kernel, ctx.limits, spans)
     if not ctx.roles:
         raise LoweringError("kernel.roles", "the kernel has no roles")
 

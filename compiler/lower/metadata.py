@@ -1,11 +1,20 @@
 """The launch metadata pass: what the runtime needs to launch the kernel, and nothing to re-derive.
 
-The argument ABI matches emit.py's signature: tensor pointers and scalar params in
-declaration order, then unspecialized shape symbols (int64), then tensor maps.
+The arguments are the kernel ABI (compiler/ir/abi.py), which emit.py prints the signature
+from: tensor pointers and scalar params in declaration order, then unspecialized shape
+symbols (int64), then tensor maps.
 """
 
 from cake.compiler.v1 import artifact_pb2
-from cake.ir.v1 import ir_pb2
+
+from compiler.ir import abi
+
+_KINDS = {
+    abi.POINTER: artifact_pb2.ARG_KIND_POINTER,
+    abi.SCALAR: artifact_pb2.ARG_KIND_SCALAR,
+    abi.SYMBOL: artifact_pb2.ARG_KIND_SYMBOL,
+    abi.TENSOR_MAP: artifact_pb2.ARG_KIND_TENSOR_MAP,
+}
 
 # Slack for aligning the shared-memory carve-up to 1024 B at run time (see emit.py).
 ALIGN_SLACK = 1024
@@ -23,15 +32,12 @@ def launch_metadata(ctx):
     )
     if not k.launch.persistent:
         md.grid.extend(k.launch.grid)
-    for p in k.params:
-        kind = artifact_pb2.ARG_KIND_POINTER if p.kind == ir_pb2.PARAM_KIND_TENSOR else artifact_pb2.ARG_KIND_SCALAR
-        md.args.add(name=p.name, kind=kind, source=p.name, dtype=p.dtype)
-    for s in k.contract.symbols:
-        if not s.HasField("value"):
-            md.args.add(name=s.name + "_arg", kind=artifact_pb2.ARG_KIND_SYMBOL, source=s.name, dtype=ir_pb2.DTYPE_I64)
-    for t in ctx.tensor_maps:
-        md.args.add(name=t.arg, kind=artifact_pb2.ARG_KIND_TENSOR_MAP, source=t.param, box=t.box, swizzle=t.swizzle,
-                    dtype=ctx.params[t.param].dtype)
+    for a in abi.arguments(k, ctx.tensor_maps):
+        if a.kind == abi.TENSOR_MAP:
+            md.args.add(name=a.name, kind=_KINDS[a.kind], source=a.source, box=a.tensor_map.box,
+                        swizzle=a.tensor_map.swizzle, dtype=a.dtype)
+        else:
+            md.args.add(name=a.name, kind=_KINDS[a.kind], source=a.source, dtype=a.dtype)
     md.symbols.extend(k.contract.symbols)
     md.constraints.extend(k.contract.constraints)
     md.params.extend(k.params)

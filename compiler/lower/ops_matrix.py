@@ -79,8 +79,6 @@ class SharedOperand:
 
 def _wgmma(em, op, path):
     ctx = em.ctx
-    if not ctx.target.has("wgmma"):
-        raise LoweringError(path, "wgmma needs sm_90a, the kernel targets %s" % ctx.target.name)
     a = SharedOperand(em, op.a, path + ".a", op.a_major == ir_pb2.MAJOR_MN)
     b = SharedOperand(em, op.b, path + ".b", op.b_major == ir_pb2.MAJOR_MN)
     if op.acc.region not in ctx.registers:
@@ -180,8 +178,6 @@ def _mma_sync(em, op, path):
 
 def _tcgen05(em, op, path):
     ctx = em.ctx
-    if not ctx.target.has("tcgen05"):
-        raise LoweringError(path, "tcgen05 needs sm_100a, the kernel targets %s" % ctx.target.name)
     a = SharedOperand(em, op.a, path + ".a", op.a_major == ir_pb2.MAJOR_MN)
     b = SharedOperand(em, op.b, path + ".b", op.b_major == ir_pb2.MAJOR_MN)
     slot = "__tmem_" + op.acc.region
@@ -282,8 +278,6 @@ def load_operand_fragment(em, src, dst, transpose, path):
 
 def store_accumulator_fragment(em, src, dst, transpose, path):
     """stmatrix of an accumulator fragment (converted to 16-bit) into a shared tile."""
-    if not em.ctx.target.has("stmatrix"):
-        raise LoweringError(path, "stmatrix needs sm_90+")
     if src.region not in em.ctx.registers:
         raise LoweringError(path + ".src", "stmatrix stores a register region")
     frag = Fragment(em.ctx.registers[src.region])

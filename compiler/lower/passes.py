@@ -1,6 +1,7 @@
 """The lowering passes: a flat, named list of passes over one Context.
 
     check_names         every name printed into the source is a C identifier (verified or not)
+    check_features      every instruction family the kernel uses is on its target (verified or not)
     layout_roles        warp ranges of roles, threads per block
     layout_shared       shared-memory offsets of regions and mbarriers (1024 B-aligned tiles)
     assign_named        hardware ids of named barriers
@@ -12,12 +13,13 @@
 from cake.ir.v1 import ir_pb2
 
 from compiler.ir.enums import short_name
-from compiler.lower import emit, layout, metadata, name_check
+from compiler.lower import emit, feature_check, layout, metadata, name_check
 from compiler.lower.context import Context, LoweringError
-from compiler.targets import TARGETS
+from compiler.targets import TARGETS, database
 
 PASSES = [
     ("check_names", name_check.check_names),
+    ("check_features", feature_check.check_features),
     ("layout_roles", layout.layout_roles),
     ("layout_shared", layout.layout_shared),
     ("assign_named", layout.assign_named),
@@ -38,7 +40,8 @@ def _target_of(kernel):
 
 def lower(kernel):
     """Lower a verified kernel; returns the Context holding `.source` and `.launch`."""
-    ctx = Context(kernel=kernel, target=_target_of(kernel))
+    target = _target_of(kernel)
+    ctx = Context(kernel=kernel, target=target, limits=database.limits(target.name))
     for _, run in PASSES:
         run(ctx)
     return ctx

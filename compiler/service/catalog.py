@@ -1,8 +1,8 @@
 """ListTargets and ListRules: the compiler's static tables as responses.
 
-Targets come from compiler/targets.py (names, compute capabilities, feature gates)
-joined with the target database (compiler/analysis/target_db: every device's
-hardware figures and their sources); rules from the verifier's registry.
+Targets come from compiler/targets (names, compute capabilities, feature gates)
+joined with its database (compiler/targets/database.py: every device's hardware
+figures and their sources); rules from the verifier's registry.
 """
 
 import collections.abc
@@ -13,8 +13,8 @@ import numbers
 from cake.compiler.v1 import compiler_service_pb2 as service_pb2
 from cake.ir.v1 import ir_pb2
 
-from compiler.analysis import target_db
 from compiler.ir.enums import value_of
+from compiler.targets import database
 from compiler.targets import FEATURES, TARGETS
 from compiler.verify import RULES
 
@@ -35,7 +35,7 @@ def _figures(device):
 
 
 def _devices(target_name):
-    db = target_db.load()
+    db = database.load()
     for name, device in sorted(db.devices.get(target_name, {}).items()):
         yield service_pb2.DeviceInfo(
             name=name,
@@ -64,7 +64,7 @@ def list_targets():
 
 def device_names():
     """Every name `device` may take: device names and "target/name" keys."""
-    db = target_db.load()
+    db = database.load()
     return sorted({n for devs in db.devices.values() for n in devs} | {d.key for devs in db.devices.values() for d in devs.values()})
 
 

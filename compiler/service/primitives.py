@@ -5,7 +5,7 @@ build writes ir.proto's FileDescriptorSet with source info beside the generated
 ir_pb2.py (cake/ir/v1/ir_descriptor_set.binpb: bazel/proto.bzl, or proto/generate.py
 outside Bazel), so the service serves exactly the contract's text and needs no
 protobuf compiler at run time. Support comes from lowering's tables: an op needs a printer
-(lower/ops.PRINTERS) and, for some ops, a target feature (lower/emit.OP_FEATURES);
+(lower/ops.PRINTERS) and, for some ops, a target feature (targets/op_features.OP_FEATURES);
 an op named after a feature (cp_async, ldmatrix) needs that feature; each Mma
 kind needs the feature its short name names (wgmma, mma_sync, tcgen05).
 """
@@ -19,9 +19,9 @@ from cake.compiler.v1 import compiler_service_pb2 as service_pb2
 from cake.ir.v1 import ir_pb2
 
 from compiler.ir.enums import short_name
-from compiler.lower.emit import OP_FEATURES
 from compiler.lower.ops import PRINTERS
 from compiler.targets import FEATURES, TARGETS
+from compiler.targets.op_features import OP_FEATURES
 
 # Written by the build beside ir_pb2.py (DESCRIPTOR_SET_SUFFIX in bazel/proto.bzl and proto/generate.py).
 IR_DESCRIPTOR_SET = os.path.join(os.path.dirname(os.path.abspath(ir_pb2.__file__)), "ir_descriptor_set.binpb")

@@ -1,7 +1,7 @@
 """What every rule reads: the kernel indexed once per verification.
 
 `Context` resolves names (first declaration wins; duplicates are the structure
-rules' business), lays roles out over warps, and flattens every role body into
+rules' business), lays roles out over warps (compiler/ir/roles.py), and flattens every role body into
 `OpSite`s that carry their IR path, enclosing branch conditions and loop
 variables. Expensive analyses (thread classes, symbol bindings, the protocol
 model) are computed on first use and shared by the rules that need them.
@@ -12,9 +12,10 @@ import functools
 from cake.ir.v1 import ir_pb2
 
 from compiler import targets
-from compiler.ir import enums, paths, scalars, smem_layout
-from compiler.ir.dtypes import DTYPE_BYTES, SWIZZLE_SPAN  # noqa: F401  (the rules import them from here)
-from compiler.verify import exprs, oprefs
+from compiler.ir import enums, paths, roles, scalars, smem_layout
+from compiler.ir import oprefs
+from compiler.targets import database, op_features
+from compiler.verify import exprs
 
 # Bodies deeper than this are not walked (mutated IR can nest without bound; text caps it lower).
 MAX_NESTING = 64
@@ -45,35 +46,11 @@ class OpSite:
         self.parent_path = parent_path  # the Op node: "...body[0]"
 
 
-class RoleSpan:
-    """Where a role sits in the block: its first warp and size."""
-
-    __slots__ = ("first_warp", "warps")
-
-    def __init__(self, first_warp, warps):
-        self.first_warp = first_warp
-        self.warps = warps
-
-    @property
-    def threads(self):
-        return 32 * self.warps
-
-
 def _index(items):
     table = {}
     for i, item in enumerate(items):
         table.setdefault(item.name, (i, item))
     return table
-
-
-def role_warps(role):
-    """Warps of a role (0 when its size is unset or not positive)."""
-    size = role.WhichOneof("size")
-    if size == "warps":
-        return max(0, role.warps)
-    if size == "warpgroups":
-        return 4 * max(0, role.warpgroups)
-    return 0
 
 
 class Context:
@@ -91,14 +68,8 @@ class Context:
         self.barriers = _index(kernel.barriers)
         self.pipelines = _index(kernel.pipelines)
         self.roles = _index(kernel.roles)
-        self.spans = []
-        warp = 0
-        for role in kernel.roles:
-            if role.WhichOneof("size") == "warpgroups":
-                warp = (warp + 3) // 4 * 4
-            self.spans.append(RoleSpan(warp, role_warps(role)))
-            warp += role_warps(role)
-        self.block_threads = 32 * warp
+        self.spans = roles.role_spans(kernel)  # compiler/ir/roles.py: where each role sits
+        self.block_threads = roles.block_threads(kernel, self.spans)
         self.ops = []
         self.too_deep = []  # paths of bodies not walked (nested beyond MAX_NESTING)
         for i, role in enumerate(kernel.roles):
@@ -159,14 +130,21 @@ class Context:
 
     @functools.cached_property
     def limits(self):
-        from compiler.verify.rules import limits
-
-        return limits.for_target(self.target_name)
+        """The target's resource limits (compiler/targets database.Limits of its default device), None when unknown."""
+        try:
+            return database.limits(self.target_name)
+        except ValueError:
+            return None
 
     @functools.cached_property
     def nodes(self):
         """(path, message) of every message node of the kernel, in tree order (compiler.ir.paths.walk)."""
         return list(paths.walk(self.kernel))
+
+    @functools.cached_property
+    def feature_uses(self):
+        """Every use of an instruction family in the kernel (compiler/targets/op_features.uses)."""
+        return list(op_features.uses(self.kernel, self.nodes))
 
     @functools.cached_property
     def scalars(self):
@@ -237,17 +215,3 @@ class Context:
             if (category is None and not ids) or d.category == category or d.id in ids:
                 return True
         return False
-
-
-def tile_shape(ref, region):
-    """The shape a TileRef covers: its window's sizes, else the region's tile shape."""
-    if ref.window:
-        return [w.size for w in ref.window]
-    return list(region.shape)
-
-
-def elements(shape):
-    n = 1
-    for d in shape:
-        n *= d
-    return n

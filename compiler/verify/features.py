@@ -8,8 +8,11 @@ its role's. Values are ints, bools, strings (enum short names) or lists.
 
 from cake.ir.v1 import ir_pb2
 
-from compiler.verify import oprefs, threads
-from compiler.verify.context import DTYPE_BYTES, SWIZZLE_SPAN, elements, short
+from compiler.ir import oprefs
+from compiler.ir.dtypes import DTYPE_BYTES, SWIZZLE_SPAN
+from compiler.ir.shapes import elements
+from compiler.verify import threads
+from compiler.verify.context import short
 
 FEATURES = {
     "kernel.name": "the kernel's name",

@@ -19,6 +19,7 @@ import math
 
 from compiler.ir.builder import KernelBuilder, block
 from compiler.ir.expr import E, ceil_div
+from compiler.targets import database, registers
 from kernels.gemm.idioms import init_barriers, swizzle_for
 
 INF = math.inf
@@ -70,8 +71,8 @@ def assign_sm90a_tuned(d=128, block_k=128, stages=3, x_stages=2, consumers=4, dt
     row_blocks = ceil_div(n, block_n)
     k_tiles = kp // block_k
     # Registers: the producer warpgroup hands its share to the consumers (setmaxnreg moves
-    # registers within the block's launch allocation, 65536 / threads each, in steps of 8).
-    entry = (65536 // (128 * (consumers + 1))) // 8 * 8
+    # registers within the block's launch allocation: compiler/targets/registers.py).
+    entry = registers.launch_budget(128 * (consumers + 1), 1, database.limits("sm_90a"))
     producer_regs = 24 if consumers > 2 else 40
     consumer_regs = min(240, (entry * (consumers + 1) - producer_regs) // consumers // 8 * 8)
 

@@ -1,5 +1,5 @@
 # expect: CAKE-RES-003 at kernel.roles[0]
-# defect: 44 registers is no multiple of 8
+# defect: 36 registers is no multiple of 8
 kernel gemm_bf16_sm90a {
   contract {
     math: "C[m, n] = sum_k A[m, k] * B[n, k]"
@@ -55,7 +55,7 @@ kernel gemm_bf16_sm90a {
   role load {
     kind: producer
     warpgroups: 1
-    registers: 44
+    registers: 36
     branch {
       cond: thread == 0
       then_body {

@@ -24,8 +24,9 @@ import math
 from cake.ir.v1 import ir_pb2
 
 from compiler.ir import phases
-from compiler.verify import exprs, oprefs, threads
-from compiler.verify.context import DTYPE_BYTES
+from compiler.ir import oprefs
+from compiler.ir.dtypes import DTYPE_BYTES
+from compiler.verify import exprs, threads
 
 SHARED, REGISTER, TENSOR = ir_pb2.MEMORY_SPACE_SHARED, ir_pb2.MEMORY_SPACE_REGISTER, ir_pb2.MEMORY_SPACE_TENSOR
 

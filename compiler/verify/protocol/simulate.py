@@ -28,7 +28,8 @@ it. `run(ctx)` returns a ModelResult.
 
 from cake.ir.v1 import ir_pb2
 
-from compiler.verify import exprs, oprefs, threads
+from compiler.ir import oprefs
+from compiler.verify import exprs, threads
 from compiler.verify.protocol import program
 from compiler.verify.protocol.data_ops import MMA_SYNC, DataOps
 from compiler.verify.protocol.happens_before import (

@@ -1,7 +1,8 @@
 """Data-consistency rules: nothing reads a region nothing writes, reads follow the writes they need,
 async results are read only after their wait, and writes do not race earlier accesses."""
 
-from compiler.verify import exprs, oprefs
+from compiler.ir import oprefs
+from compiler.verify import exprs
 from compiler.verify.protocol import findings
 from compiler.verify.registry import Finding, rule
 

@@ -2,8 +2,10 @@
 
 from cake.ir.v1 import ir_pb2
 
-from compiler.verify import exprs, oprefs, threads
-from compiler.verify.context import short, tile_shape
+from compiler.ir import oprefs
+from compiler.ir.shapes import tile_shape
+from compiler.verify import exprs, threads
+from compiler.verify.context import short
 from compiler.verify.registry import Finding, rule
 
 SHARED, REGISTER, TENSOR = ir_pb2.MEMORY_SPACE_SHARED, ir_pb2.MEMORY_SPACE_REGISTER, ir_pb2.MEMORY_SPACE_TENSOR

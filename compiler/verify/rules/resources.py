@@ -3,7 +3,8 @@ the target's limits (compiler/analysis/targets.json). Registers are registers.py
 
 from cake.ir.v1 import ir_pb2
 
-from compiler.verify.context import DTYPE_BYTES, elements
+from compiler.ir.dtypes import DTYPE_BYTES
+from compiler.ir.shapes import elements
 from compiler.verify.registry import Finding, rule
 
 

@@ -2,8 +2,9 @@
 
 from cake.ir.v1 import ir_pb2
 
+from compiler.ir import oprefs
 from compiler.ir.names import is_identifier, quoted
-from compiler.verify import exprs, oprefs
+from compiler.verify import exprs
 from compiler.verify.protocol import findings
 from compiler.verify.registry import Finding, rule
 

@@ -3,7 +3,8 @@ block_sync and named barriers, collective ops (static checks and the protocol mo
 
 from cake.ir.v1 import ir_pb2
 
-from compiler.verify import exprs, oprefs
+from compiler.ir import oprefs
+from compiler.verify import exprs
 from compiler.verify.protocol import findings
 from compiler.verify.registry import Finding, rule
 

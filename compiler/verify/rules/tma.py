@@ -9,8 +9,9 @@ dimension times the element size must be a multiple of 16 for every valid
 input (e.g. K % 8 == 0 for bf16).
 """
 
+from compiler.ir.dtypes import DTYPE_BYTES, SWIZZLE_SPAN
+from compiler.ir.shapes import tile_shape
 from compiler.verify import exprs
-from compiler.verify.context import DTYPE_BYTES, SWIZZLE_SPAN, tile_shape
 from compiler.verify.registry import Finding, rule
 
 

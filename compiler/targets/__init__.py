@@ -1,11 +1,21 @@
 """SM targets: the one place where feature gates on the GPU architecture live.
 
 A Target is a frozen, hashable option object (it is part of every compile-cache
-key). Hardware numbers for the cost model live in compiler/analysis's data file;
-this module holds only what code generation and verification branch on.
+key). What it holds comes from the one target database (targets.json, read by
+database.py, every figure with its source): the target's nvcc arch, compute
+capability and instruction families. The rest of the package derives from the
+same data:
+
+| module | what |
+|---|---|
+| `database.py`, `targets.json` | the data: per target its facts, per device its hardware figures and limits |
+| `registers.py` | register budgets: at launch, the setmaxnreg pool, legal budgets, a role's need beyond its fragments |
+| `op_features.py` | which IR ops, regions and launch settings need which instruction family |
 """
 
 import dataclasses
+
+from compiler.targets import database
 
 
 @dataclasses.dataclass(frozen=True)
@@ -29,33 +39,12 @@ class Target:
         return "-gencode=arch=compute_{0},code=sm_{0}".format(self.arch)
 
 
-# Instruction families a schedule may use, with the first target that has them.
-FEATURES = {
-    "cp_async": "cp.async (sm_80+)",
-    "mma_sync": "mma.sync tensor-core MMA (sm_80+)",
-    "ldmatrix": "ldmatrix (sm_75+), stmatrix (sm_90+ only: see stmatrix)",
-    "stmatrix": "stmatrix (sm_90+)",
-    "mbarrier_tx": "mbarrier transaction counts, expect_tx (sm_90+)",
-    "tma": "cp.async.bulk.tensor, the Tensor Memory Accelerator (sm_90+)",
-    "wgmma": "wgmma.mma_async warpgroup MMA (sm_90a only)",
-    "setmaxnreg": "setmaxnreg register reallocation (sm_90a, sm_100a)",
-    "clusters": "thread-block clusters and distributed shared memory (sm_90+)",
-    "tcgen05": "tcgen05.mma and tensor memory (sm_100a)",
-    "tensor_memory": "tensor memory (TMEM) allocation (sm_100a)",
-}
-
-_SM80 = frozenset({"cp_async", "mma_sync", "ldmatrix"})
-_SM90A = _SM80 | {"stmatrix", "mbarrier_tx", "tma", "wgmma", "setmaxnreg", "clusters"}
-# sm_100a keeps mma.sync, TMA and clusters but has no wgmma: its MMA is tcgen05.
-_SM100A = (_SM90A - {"wgmma"}) | {"tcgen05", "tensor_memory"}
+# Instruction families a schedule may use (name -> what it is, with the first targets that have it).
+FEATURES = dict(database.load().features)
 
 TARGETS = {
-    t.name: t
-    for t in (
-        Target("sm_80", "80", (8, 0), _SM80),
-        Target("sm_90a", "90a", (9, 0), _SM90A),
-        Target("sm_100a", "100a", (10, 0), _SM100A),
-    )
+    facts.name: Target(facts.name, facts.arch, facts.compute_capability, facts.features)
+    for facts in sorted(database.load().targets.values(), key=lambda f: f.compute_capability)
 }
 
 

@@ -1,14 +1,17 @@
-"""The target database: hardware figures per SM target and device, read from targets.json.
+"""The target database, read from targets.json: per SM target what code generation and
+verification branch on, and per device its hardware figures.
 
+    facts = target_facts("sm_90a")        # arch, compute capability, features, register rules
     dev = device_for("sm_90a")            # the target's default device (H200)
     dev = device_for("sm_90a", "H100-SXM")
-    lim = limits("sm_90a")                # what the verifier checks budgets against
+    lim = limits("sm_90a")                # the resource limits every stage checks budgets against
 
-Every figure in the data file is `{"value": ..., "source": ...}`; a device may name
-a `base` device of the same target and override some figures (H200 is an H100-SXM
-with more and faster memory). Loading checks that every device has every field,
-so a missing or misspelled figure fails at import time of the data, not deep
-inside the model.
+Every figure in the data file is `{"value": ..., "source": ...}` (names, such as a
+target's arch and feature list, are plain); a device may name a `base` device of the
+same target and override some figures (H200 is an H100-SXM with more and faster
+memory). Loading checks that every target and device has every field and that
+every feature a target names is described, so a missing or misspelled figure fails
+when the data is read, not deep inside a pass.
 """
 
 import dataclasses
@@ -140,6 +143,31 @@ class Device:
         return Limits(**{f.name: getattr(self, f.name) for f in dataclasses.fields(Limits)})
 
 
+@dataclasses.dataclass(frozen=True)
+class Setmaxnreg:
+    """The budgets setmaxnreg takes: multiples of `step` in [minimum, maximum]."""
+
+    minimum: int
+    maximum: int
+    step: int
+
+    def legal(self, value):
+        return value % self.step == 0 and self.minimum <= value <= self.maximum
+
+
+@dataclasses.dataclass(frozen=True)
+class TargetFacts:
+    """One SM target as the data file describes it (compiler.targets builds its Target from this)."""
+
+    name: str
+    arch: str
+    compute_capability: tuple
+    features: frozenset
+    setmaxnreg: Setmaxnreg  # None where the target has no setmaxnreg
+    role_register_overhead: int  # registers a role needs beyond its fragments
+    sources: types.MappingProxyType = dataclasses.field(hash=False, compare=False)
+
+
 class _DataError(ValueError):
     """targets.json is malformed (a missing, unknown or unsourced figure)."""
 
@@ -188,12 +216,40 @@ def _device(target, name, raw):
     return Device(sources=types.MappingProxyType(sources), **fields)
 
 
+_TARGET_FIELDS = {"arch", "compute_capability", "features", "role_register_overhead", "default", "devices"}
+_TARGET_OPTIONAL = {"setmaxnreg"}
+
+
+def _target_facts(name, entry, features):
+    unknown = set(entry) - _TARGET_FIELDS - _TARGET_OPTIONAL
+    missing = _TARGET_FIELDS - set(entry)
+    if unknown or missing:
+        raise _DataError("target %s: unknown fields %s, missing fields %s" % (name, sorted(unknown), sorted(missing)))
+    undescribed = set(entry["features"]) - set(features)
+    if undescribed:
+        raise _DataError("target %s: features %s are not described under `features`" % (name, sorted(undescribed)))
+    sources = {}
+    cc, sources["compute_capability"] = _figure(entry["compute_capability"], name + ".compute_capability")
+    overhead, sources["role_register_overhead"] = _figure(entry["role_register_overhead"], name + ".role_register_overhead")
+    setmaxnreg = None
+    if "setmaxnreg" in entry:
+        value, sources["setmaxnreg"] = _figure(entry["setmaxnreg"], name + ".setmaxnreg")
+        setmaxnreg = Setmaxnreg(int(value["min"]), int(value["max"]), int(value["step"]))
+    if (setmaxnreg is None) != ("setmaxnreg" not in entry["features"]):
+        raise _DataError("target %s: setmaxnreg's budgets are given exactly when it has the feature" % name)
+    return TargetFacts(name, str(entry["arch"]), tuple(int(v) for v in cc), frozenset(entry["features"]), setmaxnreg,
+                       int(overhead), types.MappingProxyType(sources))
+
+
 @dataclasses.dataclass(frozen=True)
 class Database:
-    """All targets' devices: target name -> device name -> Device, and each target's default."""
+    """All targets: their facts, their devices (target name -> device name -> Device) and each one's
+    default device, and the instruction families (feature name -> description)."""
 
+    targets: types.MappingProxyType
     devices: types.MappingProxyType
     defaults: types.MappingProxyType
+    features: types.MappingProxyType
 
     def device_for(self, target_name, device=None):
         if target_name not in self.devices:
@@ -212,8 +268,10 @@ class Database:
 
 def parse(data):
     """A Database from the parsed JSON of a targets file; ValueError naming the bad figure."""
-    devices, defaults = {}, {}
+    features = {name: _figure(entry, "features." + name) for name, entry in data["features"].items()}
+    facts, devices, defaults = {}, {}, {}
     for target, entry in data["targets"].items():
+        facts[target] = _target_facts(target, entry, features)
         raw_devices = entry["devices"]
         devices[target] = types.MappingProxyType(
             {name: _device(target, name, _merged(raw_devices, name)) for name in raw_devices}
@@ -221,7 +279,8 @@ def parse(data):
         if entry.get("default") not in raw_devices:
             raise _DataError("target %s: default %r is not one of its devices" % (target, entry.get("default")))
         defaults[target] = entry["default"]
-    return Database(types.MappingProxyType(devices), types.MappingProxyType(defaults))
+    return Database(types.MappingProxyType(facts), types.MappingProxyType(devices), types.MappingProxyType(defaults),
+                    types.MappingProxyType({name: text for name, (text, _) in features.items()}))
 
 
 @functools.lru_cache(maxsize=None)
@@ -234,6 +293,14 @@ def load(path=TARGETS_JSON):
 def target_names():
     """The SM targets the database covers."""
     return sorted(load().devices)
+
+
+def target_facts(target_name):
+    """The TargetFacts of `target_name`; ValueError listing the known targets otherwise."""
+    db = load()
+    if target_name not in db.targets:
+        raise ValueError("unknown target %r: the target database has %s" % (target_name, ", ".join(sorted(db.targets))))
+    return db.targets[target_name]
 
 
 def device_names(target_name):

@@ -1,0 +1,69 @@
+"""Register budgets: what a launch allocates, what setmaxnreg may move, what a role needs.
+
+The one derivation the verifier (CAKE-RES-003/004/005), the cost model (registers
+and occupancy), lowering (setmaxnreg at role entry), the build (spill diagnostics),
+the agent's register rewrites and the tuned schedules share.
+
+- At launch (`launch_budget`): under __launch_bounds__(T, B) ptxas compiles a kernel
+  to at most the register file over T x B threads, rounded down to the allocation
+  step (registers go to warps in units of 256, 8 per thread) and never above the
+  per-thread maximum (255). A kernel that sets budgets starts every thread at that
+  count: ptxas 13.0 reports 168 for the 384-thread GEMM and 96 for the 640-thread
+  KMeans assignment, and 255 for 128 or 256 threads. (Rounding the 255 down to 248, as
+  a multiple of 8, undercounts: 255 is a per-thread count the hardware allocates as 256.)
+- The pool (`pool`): setmaxnreg.dec releases registers into a per-CTA pool and
+  setmaxnreg.inc waits until the pool holds what it asks for (PTX ISA, setmaxnreg), so
+  the pool is what the CTA was launched with, T x the launch budget. Role budgets
+  times their threads (a role without a budget keeps the launch budget) must sum to at
+  most that, or setmaxnreg.inc waits forever. (Comparing the sum with the SM's 65,536
+  registers instead admits over-commits whenever T x B does not divide the file:
+  62,464 passes for 640 threads whose pool is 61,440; averaging the sum over the
+  threads and rounding up to 8 refuses pools that are exactly full.)
+- Legal budgets (`setmaxnreg`): multiples of 8 in [24, 256] (PTX ISA), per target.
+- A role's need beyond its fragments (`role_overhead`): addresses, loop counters,
+  descriptors and predicates, measured with ptxas (the database's source says how).
+"""
+
+from compiler.ir import roles
+from compiler.targets import database
+
+
+def launch_budget(threads, min_blocks, limits):
+    """Registers per thread a block of `threads` starts with when `min_blocks` must fit per SM."""
+    if threads <= 0:
+        return 0
+    step = limits.register_allocation_unit // roles.WARP
+    per_thread = limits.registers_per_sm // (threads * max(1, min_blocks)) // step * step
+    return min(limits.registers_per_thread_max, per_thread)
+
+
+def kernel_launch_budget(kernel, limits, spans=None):
+    """launch_budget of `kernel`'s block (its threads, its launch's min_blocks_per_sm)."""
+    return launch_budget(roles.block_threads(kernel, spans), kernel.launch.min_blocks_per_sm, limits)
+
+
+def pool(kernel, limits, spans=None):
+    """Registers the block is launched with: what setmaxnreg can move between its roles."""
+    return roles.block_threads(kernel, spans) * kernel_launch_budget(kernel, limits, spans)
+
+
+def role_budgets(kernel, limits, spans=None):
+    """Each role's registers per thread: its budget, or the launch budget when it sets none."""
+    entry = kernel_launch_budget(kernel, limits, spans)
+    return [role.registers or entry for role in kernel.roles]
+
+
+def pool_use(kernel, limits, spans=None):
+    """[registers per role: budget x threads]; their sum must not exceed `pool`."""
+    spans = roles.role_spans(kernel) if spans is None else spans
+    return [b * s.threads for b, s in zip(role_budgets(kernel, limits, spans), spans)]
+
+
+def setmaxnreg(target_name):
+    """The budgets setmaxnreg takes on `target_name` (database.Setmaxnreg), None without it."""
+    return database.target_facts(target_name).setmaxnreg
+
+
+def role_overhead(target_name):
+    """Registers a role needs beyond its register fragments on `target_name`."""
+    return database.target_facts(target_name).role_register_overhead
