@@ -78,8 +78,8 @@ def occupancy(device, shared_bytes, registers, threads):
         by_shared = 0
     else:
         by_shared = device.shared_per_sm_bytes // (shared_bytes + device.shared_reserved_per_block_bytes)
-    warps = -(-threads // 32)
-    per_warp = _round_up(registers * 32, device.register_allocation_unit)
+    warps = -(-threads // roles.WARP)
+    per_warp = _round_up(registers * roles.WARP, device.register_allocation_unit)
     by_registers = device.registers_per_sm // (per_warp * warps) if per_warp and warps else device.blocks_per_sm_max
     by_threads = device.threads_per_sm_max // threads if 0 < threads <= device.threads_per_block_max else 0
     limits = {

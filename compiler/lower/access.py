@@ -7,6 +7,7 @@ the GlobalRef's origin, with a bounds predicate against the tensor's shape.
 
 import math
 
+from compiler.ir import shapes
 from compiler.lower.cexpr import ident
 from compiler.lower.context import DTYPE_CTYPE, LoweringError
 
@@ -25,7 +26,7 @@ class SharedAccess:
         stage = em.expr(ref.stage) if ref.HasField("stage") else "0"
         self.base = "(cake_smem + %d + (%s) * %d)" % (sr.offset, stage, sr.stage_bytes) if stage != "0" else "(cake_smem + %d)" % sr.offset
         self.offsets = [em.expr(w.start) for w in ref.window]
-        self.shape = [w.size for w in ref.window] if ref.window else shape
+        self.shape = shapes.tile_shape(ref, sr.region)
         if len(self.offsets) not in (0, self.rank):
             raise LoweringError(path, "window of %r has %d dims, the tile %d" % (ref.region, len(self.offsets), self.rank))
 

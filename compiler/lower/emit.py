@@ -7,7 +7,7 @@ comes from, so a reader (or an nvcc error) can be traced back to the schedule.
 
 from cake.ir.v1 import ir_pb2
 
-from compiler.ir import abi
+from compiler.ir import abi, smem_layout
 from compiler.ir.scalars import role_scalars
 from compiler.lower import ops
 from compiler.lower.cexpr import ExprError, cexpr, ident
@@ -74,9 +74,11 @@ def _signature(ctx):
 
 
 def _prologue(ctx, w):
-    w.line("extern __shared__ __align__(1024) uint8_t cake_smem_raw[];")
-    w.comment("Align the carve-up to 1024 B: swizzled tiles address their pattern from the tile base.")
-    w.line("uint8_t* const cake_smem = cake_smem_raw + ((1024u - (cake::smem_addr(cake_smem_raw) & 1023u)) & 1023u);")
+    align = smem_layout.TILE_ALIGN
+    w.line("extern __shared__ __align__(%d) uint8_t cake_smem_raw[];" % align)
+    w.comment("Align the carve-up to %d B: swizzled tiles address their pattern from the tile base." % align)
+    w.line("uint8_t* const cake_smem = cake_smem_raw + ((%du - (cake::smem_addr(cake_smem_raw) & %du)) & %du);"
+           % (align, align - 1, align - 1))
     for s in ctx.kernel.contract.symbols:
         if s.HasField("value"):
             w.line("constexpr %s %s = %d;" % (_symbol_ctype(s), ident(s.name), s.value))

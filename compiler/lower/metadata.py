@@ -7,7 +7,7 @@ symbols (int64), then tensor maps.
 
 from cake.compiler.v1 import artifact_pb2
 
-from compiler.ir import abi
+from compiler.ir import abi, smem_layout
 
 _KINDS = {
     abi.POINTER: artifact_pb2.ARG_KIND_POINTER,
@@ -16,8 +16,8 @@ _KINDS = {
     abi.TENSOR_MAP: artifact_pb2.ARG_KIND_TENSOR_MAP,
 }
 
-# Slack for aligning the shared-memory carve-up to 1024 B at run time (see emit.py).
-ALIGN_SLACK = 1024
+# Slack for aligning the shared-memory carve-up to the tiles' alignment at run time (see emit.py).
+ALIGN_SLACK = smem_layout.TILE_ALIGN
 
 
 def launch_metadata(ctx):

@@ -10,6 +10,7 @@ registers loaded by ldmatrix.
 
 from cake.ir.v1 import ir_pb2
 
+from compiler.ir import shapes
 from compiler.ir.expr import constant
 from compiler.lower.context import LoweringError
 from compiler.lower.fragments import Fragment
@@ -35,8 +36,7 @@ class SharedOperand:
         self.tile_rows, self.tile_cols = shape
         stage = em.expr(ref.stage) if ref.HasField("stage") else "0"
         starts = [em.expr(w.start) for w in ref.window]
-        sizes = [w.size for w in ref.window] or shape
-        self.rows, self.cols = sizes
+        self.rows, self.cols = shapes.tile_shape(ref, sr.region)
         self.mn_major = mn_major
         span = sr.span or 0
         self.span = span

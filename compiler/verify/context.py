@@ -137,6 +137,13 @@ class Context:
             return None
 
     @functools.cached_property
+    def threads_per_block_max(self):
+        """The target's block-size limit (for an unknown target the largest any target allows)."""
+        if self.limits is not None:
+            return self.limits.threads_per_block_max
+        return max(database.limits(t).threads_per_block_max for t in database.target_names())
+
+    @functools.cached_property
     def nodes(self):
         """(path, message) of every message node of the kernel, in tree order (compiler.ir.paths.walk)."""
         return list(paths.walk(self.kernel))

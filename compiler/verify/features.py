@@ -10,7 +10,7 @@ from cake.ir.v1 import ir_pb2
 
 from compiler.ir import oprefs
 from compiler.ir.dtypes import DTYPE_BYTES, SWIZZLE_SPAN
-from compiler.ir.shapes import elements
+from compiler.ir.shapes import elements, tile_shape
 from compiler.verify import threads
 from compiler.verify.context import short
 
@@ -134,7 +134,7 @@ def _op(ctx, site):
         ref = msg.dst if site.kind == "tma_load" else msg.src
         region = ctx.region(ref.region)
         if region is not None:
-            shape = [w.size for w in ref.window] if ref.window else list(region.shape)
+            shape = tile_shape(ref, region)
             box = elements(shape) * DTYPE_BYTES.get(region.dtype, 0)
     return {
         "op.kind": site.kind or "",
@@ -142,7 +142,8 @@ def _op(ctx, site):
         "op.depth": len(site.conds) + len(site.loop_vars),
         "op.in_loop": bool(site.loop_vars),
         "op.in_branch": bool(site.conds),
-        "op.threads": threads.executing_threads(min(ctx.spans[site.role_index].threads, 1024), site.conds),
+        "op.threads": threads.executing_threads(min(ctx.spans[site.role_index].threads, ctx.threads_per_block_max),
+                                                 site.conds),
         "op.regions": sorted({ref.region for _, ref, _ in tiles}),
         "op.barrier": (oprefs.barrier_name(site.kind, msg) or "") if msg is not None else "",
         "op.mma_kind": short(ir_pb2.MmaKind, msg.kind) if site.kind == "mma" else "",

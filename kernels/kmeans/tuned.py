@@ -74,7 +74,8 @@ def assign_sm90a_tuned(d=128, block_k=128, stages=3, x_stages=2, consumers=4, dt
     # registers within the block's launch allocation: compiler/targets/registers.py).
     entry = registers.launch_budget(128 * (consumers + 1), 1, database.limits("sm_90a"))
     producer_regs = 24 if consumers > 2 else 40
-    consumer_regs = min(240, (entry * (consumers + 1) - producer_regs) // consumers // 8 * 8)
+    step = registers.setmaxnreg("sm_90a").step
+    consumer_regs = min(240, (entry * (consumers + 1) - producer_regs) // consumers // step * step)
 
     with kb.role("load", "producer", warpgroups=1, registers=producer_regs) as r:
         init_barriers(r, x_full, x_empty, full, empty)

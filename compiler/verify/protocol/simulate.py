@@ -452,7 +452,7 @@ def max_trips(ctx):
 
 def run(ctx):
     """Model-check the kernel; a ModelResult (violation or clean, scenarios run, or why skipped)."""
-    if ctx.block_threads > 1024 or ctx.block_threads == 0:
+    if ctx.block_threads > ctx.threads_per_block_max or ctx.block_threads == 0:
         return ModelResult(skipped="the block has %d threads" % ctx.block_threads)
     roles = program.compile_roles(ctx)
     classes = []

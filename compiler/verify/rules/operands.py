@@ -195,10 +195,10 @@ def ownership(ctx):
                 )
 
 
-def _range(expr, role_threads):
+def _range(ctx, expr, role_threads):
     """(min, max) of a start expression over a role's threads, when it depends only on builtins; else None."""
     names = exprs.names(expr)
-    if not names <= threads.THREAD or role_threads > 1024:  # larger blocks are a resource error already
+    if not names <= threads.THREAD or role_threads > ctx.threads_per_block_max:  # a resource error already
         return None
     fn = exprs.compile_expr(expr)
     step = 1 if names & {"thread", "lane"} else 32
@@ -226,7 +226,7 @@ def windows(ctx):
             continue
         role_threads = ctx.spans[site.role_index].threads
         for dim, (w, extent) in enumerate(zip(ref.window, region.shape)):
-            span = _range(w.start, role_threads) if w.HasField("start") else (0, 0)
+            span = _range(ctx, w.start, role_threads) if w.HasField("start") else (0, 0)
             if span is None:
                 continue
             lo, hi = span
