@@ -59,7 +59,9 @@ def test_gemm_builds_with_resource_report_and_metadata():
 
 
 def test_spilling_role_is_named_with_a_fix_hint():
-    result = build(_spilling_kernel(), cache=_fresh_cache())
+    # The verifier refuses the role (CAKE-RES-005); the build alone still names it when ptxas spills.
+    assert "CAKE-RES-005" in [d.id for d in build(_spilling_kernel(), cache=_fresh_cache()).diagnostics]
+    result = build(_spilling_kernel(), cache=_fresh_cache(), verify=False)
     spills = [d for d in result.diagnostics if d.id == "CAKE-BUILD-003"]
     assert result.ok and len(spills) == 1, [(d.id, d.message) for d in result.diagnostics]
     assert spills[0].path == "kernel.roles[1]"
@@ -71,15 +73,31 @@ def test_register_starved_wgmma_is_reported_at_the_consumer_role():
     k.launch.min_blocks_per_sm = 2
     for role in k.roles:
         role.registers = 0
+    # 80 registers at __launch_bounds__(384, 2), for a 128-register accumulator: the verifier says so
     result = build(k, cache=_fresh_cache())
     assert not result.ok
+    assert [(d.id, d.path) for d in result.diagnostics] == [("CAKE-RES-005", "kernel.roles[1]")]
+    # and so does the build on its own, from ptxas' refusal
+    result = build(k, cache=_fresh_cache(), verify=False)
+    assert not result.ok
     assert [(d.id, d.path) for d in result.diagnostics] == [("CAKE-BUILD-003", "kernel.roles[1]")]
+
+
+def test_a_register_over_commit_is_the_verifiers_res_004_not_a_lowering_error():
+    k = gemm_sm90a()
+    k.roles[0].registers = 48  # 128 x 48 + 256 x 232 = 65,536 > the 384 x 168 the block is launched with
+    result = build(k, cache=_fresh_cache())
+    assert not result.ok
+    assert [(d.id, d.path) for d in result.diagnostics] == [("CAKE-RES-004", "kernel.roles[1]")]
+    lowered_only = build(k, cache=_fresh_cache(), verify=False)
+    assert [d.id for d in lowered_only.diagnostics] == ["CAKE-BUILD-001"]
 
 
 def test_lowering_errors_point_at_the_op():
     k = gemm_sm90a()
     k.target = 1  # sm_80: no transaction-count mbarriers, no TMA, no wgmma
-    result = build(k, cache=_fresh_cache())
+    assert "CAKE-TARGET-002" in [d.id for d in build(k, cache=_fresh_cache()).diagnostics]  # verified: refused first
+    result = build(k, cache=_fresh_cache(), verify=False)
     assert not result.ok
     d = result.diagnostics[0]
     assert d.id == "CAKE-BUILD-001"

@@ -1,8 +1,10 @@
 """Compile a kernel: lower it, run nvcc/ptxas for its target, package a CompiledKernel.
 
-Build failures become diagnostics located at IR paths: lowering errors at the node that
-cannot be lowered, nvcc errors at the IR path named by the generated code's comment
-above the failing line, and ptxas' resource report at the roles it concerns.
+`build` verifies first: a kernel with verifier errors is never lowered, and the result
+carries the verifier's diagnostics (a register over-commit is CAKE-RES-004, not a
+lowering error). Build failures become diagnostics located at IR paths: lowering errors
+at the node that cannot be lowered, nvcc errors at the IR path named by the generated
+code's comment above the failing line, and ptxas' resource report at the roles it concerns.
 
 `build` does it all; the compiler service runs its steps apart (`plan` and `cached` on
 the request path, `compile_plan` on its compile pool, `package` after):
@@ -21,6 +23,7 @@ import tempfile
 
 from cake.compiler.v1 import artifact_pb2, diagnostics_pb2
 
+from compiler import verify as verifier
 from compiler.build import cache as compile_cache
 from compiler.build import diagnostics as build_diagnostics
 from compiler.build import nvcc, ptxas_report
@@ -107,11 +110,24 @@ def package(p, art, cache):
     return BuildResult(compiled, build_diagnostics.resource_diagnostics(p.kernel, p.ctx, usage))
 
 
-def build(kernel, cache=None, timeout=None, cancel=None):
-    """Lower and compile `kernel` for its own target; cache=None uses the default cache.
+def build(kernel, cache=None, timeout=None, cancel=None, verify=True):
+    """Verify, lower and compile `kernel` for its own target; cache=None uses the default cache.
 
+    The verifier's diagnostics come first in the result; with an error among them nothing
+    is lowered. `verify=False` skips verification: for tests of lowering and the build
+    alone, and for callers that have just verified the kernel (the compiler service).
     `timeout` and `cancel` bound nvcc (see nvcc.compile_cuda)."""
-    cache = compile_cache.default_cache() if cache is None else cache
+    verified = []
+    if verify:
+        verified = verifier.verify(kernel)
+        if verifier.has_errors(verified):
+            return BuildResult(None, verified)
+    result = _build_verified(kernel, compile_cache.default_cache() if cache is None else cache, timeout, cancel)
+    result.diagnostics = verified + list(result.diagnostics)
+    return result
+
+
+def _build_verified(kernel, cache, timeout, cancel):
     try:
         p = plan(kernel)
     except LoweringError as e:
