@@ -1,54 +1,119 @@
-"""Both compiler ports answer alike: diagnostics, predictions, analysis errors, learned rules, calibration, builds."""
+"""Both compiler ports are the compiler service: the same answers (diagnostics, predictions, features,
+analysis errors and their category, learned rules, calibration, builds) over gRPC and in-process."""
+
+import json
 
 import pytest
+from cake.compiler.v1 import diagnostics_pb2
 
-from agent.compiler_port import ANALYSIS_ID, GrpcPort, InProcessPort, open_port
+from agent import compiler_port
+from agent.compiler_port import ANALYSIS_ID, open_port
 from agent.rewrites import min_blocks
 from compiler.analysis import calibration as cal_mod
-from compiler.verify.declarative import rules_from_data
 from kernels.kmeans.schedules import assign_sm90a
 
 SHAPES = {"B": 1, "N": 65536, "K": 1024, "D": 128}
-LEARNED = rules_from_data([{"id": "CAKE-LEARNED-901", "severity": "error", "doc": "three-stage rings are banned here",
-                            "when": {"feature": "region.stages", "op": "==", "value": 3},
-                            "message": "region {region.name} has 3 stages", "fix_hint": "use 2"}])
+LEARNED = [{"id": "CAKE-LEARNED-901", "severity": "error", "doc": "three-stage rings are banned here",
+            "when": {"feature": "region.stages", "op": "==", "value": 3},
+            "message": "region {region.name} has 3 stages", "fix_hint": "use 2"}]
+SLOW = cal_mod.load().updated({"eff_wgmma": 0.4}, version="test-slow").to_json()
+KINDS = ["in-process", "grpc"]
 
 
-@pytest.fixture(scope="module", params=["in-process", "grpc"])
-def port(request):
-    slow = cal_mod.load().updated({"eff_wgmma": 0.4}, version="test-slow")
-    with open_port(request.param, LEARNED, slow) as p:
-        yield p
+@pytest.fixture(scope="module")
+def ports():
+    with open_port("in-process", LEARNED, SLOW) as local, open_port("grpc", LEARNED, SLOW) as remote:
+        yield {"in-process": local, "grpc": remote}
 
 
-def test_the_kind_asked_for_is_the_kind_given(port):
-    assert isinstance(port, InProcessPort if port.name == "in-process" else GrpcPort)
+def _answers(port):
+    """Everything a port says about a few kernels, as comparable data."""
+    def diags(ds):
+        return [(d.id, d.path, d.category, d.severity, d.message) for d in ds]
+
+    good, failing = port.analyze(assign_sm90a(), SHAPES, "sm_90a/H200"), port.analyze(assign_sm90a(consumers=3), SHAPES,
+                                                                                     None)
+    return {
+        "verify_bad": diags(port.verify(min_blocks(assign_sm90a(), 2))),
+        "verify_good": diags(port.verify(assign_sm90a(stages=2))),
+        "features": port.features(assign_sm90a()),
+        "report": good.report.SerializeToString(deterministic=True),
+        "calibration_features": good.features,
+        "analysis_error": diags(failing.diagnostics),
+        "compile": port.compile(assign_sm90a()).compiled.cuda_source,
+    }
 
 
-def test_verify_reports_built_in_and_learned_rules(port):
-    ids = [d.id for d in port.verify(min_blocks(assign_sm90a(), 2))]
+def test_the_kind_asked_for_is_the_kind_given(ports):
+    assert [ports[k].name for k in KINDS] == KINDS
+
+
+def test_both_ports_give_identical_answers(ports):
+    assert _answers(ports["in-process"]) == _answers(ports["grpc"])
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_verify_reports_built_in_and_learned_rules(ports, kind):
+    ids = [d.id for d in ports[kind].verify(min_blocks(assign_sm90a(), 2))]
     assert "CAKE-RES-009" in ids and "CAKE-LEARNED-901" in ids
-    assert [d.id for d in port.verify(assign_sm90a(stages=2))] == []
+    assert [d.id for d in ports[kind].verify(assign_sm90a(stages=2))] == []
 
 
-def test_analyze_predicts_with_the_agents_calibration(port):
-    a = port.analyze(assign_sm90a(), SHAPES, "sm_90a/H200")
+@pytest.mark.parametrize("kind", KINDS)
+def test_analyze_predicts_with_the_agents_calibration_and_returns_its_features(ports, kind):
+    a = ports[kind].analyze(assign_sm90a(), SHAPES, "sm_90a/H200")
     assert a.report.calibration == "test-slow" and a.report.device == "sm_90a/H200"
     assert a.features["wgmma_s"] > 0
-    default = InProcessPort().analyze(assign_sm90a(), SHAPES, "sm_90a/H200").report
+    with open_port(kind) as default_port:
+        default = default_port.analyze(assign_sm90a(), SHAPES, "sm_90a/H200").report
     assert a.report.predicted_seconds > default.predicted_seconds
 
 
-def test_an_analysis_failure_is_a_diagnostic(port):
-    a = port.analyze(assign_sm90a(consumers=3), SHAPES, None)
+@pytest.mark.parametrize("kind", KINDS)
+def test_an_analysis_failure_is_the_same_diagnostic_on_both(ports, kind):
+    a = ports[kind].analyze(assign_sm90a(consumers=3), SHAPES, None)
     assert a.report is None and a.features == {}
     [d] = a.diagnostics
-    assert (d.id, d.path) == (ANALYSIS_ID, "kernel.contract.constraints[0]") and "violate" in d.message
+    assert (d.id, d.path, d.category) == (ANALYSIS_ID, "kernel.contract.constraints[0]",
+                                          diagnostics_pb2.CATEGORY_ANALYSIS) and "violate" in d.message
 
 
-def test_compile_returns_the_generated_cuda(port):
-    b = port.compile(assign_sm90a())
+@pytest.mark.parametrize("kind", KINDS)
+def test_the_ir_features_learned_rules_are_written_over(ports, kind):
+    levels = {level for level, _, _ in ports[kind].features(assign_sm90a())}
+    assert levels == {"kernel", "role", "region", "barrier", "op"}
+
+
+def test_malformed_learned_rules_are_refused_alike():
+    from compiler.service.client import CompilerServiceError
+
+    codes = []
+    for kind in KINDS:
+        with open_port(kind, [{"id": "CAKE-LEARNED-902"}]) as port:
+            with pytest.raises(CompilerServiceError) as e:
+                port.verify(assign_sm90a())
+            codes.append((e.value.code.name, e.value.field_violations[0][0]))
+    assert codes == [("INVALID_ARGUMENT", "extra_rules_json")] * 2
+
+
+def test_compile_returns_the_generated_cuda(ports):
+    b = ports["grpc"].compile(assign_sm90a())
     assert b.compiled is not None and "cake_kmeans_assign_sm90a" in b.compiled.cuda_source and b.compiled.cubin
+
+
+def test_the_port_imports_nothing_of_the_compiler_but_the_service_clients():
+    import ast
+    import inspect
+
+    imported = set()
+    for node in ast.walk(ast.parse(inspect.getsource(compiler_port))):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            imported.add(node.module)
+        elif isinstance(node, ast.Import):
+            imported.update(a.name for a in node.names)
+    compiler_modules = {m for m in imported if m.split(".")[0] == "compiler"}
+    assert compiler_modules <= {"compiler.service.client", "compiler.service.inprocess"}, compiler_modules
+    assert json.loads(json.dumps(LEARNED)) == LEARNED  # rules travel as plain data
 
 
 def test_an_unknown_port_is_refused():

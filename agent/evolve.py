@@ -217,7 +217,7 @@ def _run(args, where):
     tactics, tactics_version = load_tactics(kb)
     plan = _plan(args, where)
     llm = _llm_authors(args, plan.task, print)  # rich's live display shows prints above itself
-    with open_port(args.compiler, outer.load_rules(kb), calibrate.current(kb), args.compiler_address,
+    with open_port(args.compiler, outer.learned_rules(kb)["rules"], calibrate.current_data(kb), args.compiler_address,
                    log=print) as port:
         store = _record(plan)
         try:

@@ -3,7 +3,7 @@
 import json
 import os
 
-from agent.compiler_port import InProcessPort
+from agent.compiler_port import open_port
 from agent.genome import Genome, materialize
 from agent.learn import calibrate, gate, knowledge, outer
 from agent.learn.signatures import failure
@@ -60,11 +60,11 @@ def test_a_recurring_failure_becomes_an_accepted_rule(tmp_path):
     assert doc["version"] == 2 and doc["changelog"][-1]["proposal"] == "CAKE-LEARNED-001"
     [rule] = doc["rules"]
     assert rule["id"] == "CAKE-LEARNED-001" and rule["severity"] == "error"
-    learned = outer.load_rules(kb)
     # It generalizes: a fresh kernel with the failing pattern is rejected, the seed is not.
     fresh = _kernel(SWIZZLED, block_k=64)
-    assert "CAKE-LEARNED-001" in [d.id for d in InProcessPort(learned).verify(fresh)]
-    assert "CAKE-LEARNED-001" not in [d.id for d in InProcessPort(learned).verify(_kernel())]
+    with open_port("in-process", outer.learned_rules(kb)["rules"]) as port:
+        assert "CAKE-LEARNED-001" in [d.id for d in port.verify(fresh)]
+        assert "CAKE-LEARNED-001" not in [d.id for d in port.verify(_kernel())]
     assert len(doc["targets"]["CAKE-LEARNED-001"]) == 3
     for name in doc["targets"]["CAKE-LEARNED-001"]:
         assert open(kb.path(name)).readline() == "# expect: CAKE-LEARNED-001\n"
@@ -115,8 +115,8 @@ def test_recalibration_is_accepted_when_held_out_error_drops(tmp_path):
     assert verdict.details["after"] < verdict.details["before"]
     doc = kb.load(knowledge.CALIBRATION)
     assert doc["version"] == 1 and doc["calibration"]["version"] == "agent-1"
-    cal = calibrate.current(kb)
-    report = InProcessPort(calibration=cal).analyze(kernels[0], SHAPES, None).report
+    with open_port("in-process", calibration=calibrate.current_data(kb)) as port:
+        report = port.analyze(kernels[0], SHAPES, None).report
     assert report.calibration == "agent-1"
     assert abs(report.predicted_seconds / slow_mma(kernels[0]) - 1) < abs(
         analysis.analyze(kernels[0], SHAPES).predicted_seconds / slow_mma(kernels[0]) - 1)

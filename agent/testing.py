@@ -10,7 +10,7 @@ from agent import loop
 from agent import task as task_mod
 from agent.authors.search import SearchAuthor
 from agent.bandit import Bandit
-from agent.compiler_port import Build, InProcessPort
+from agent.compiler_port import Build, Port
 from agent.events import EventLog
 from agent.learn import knowledge
 from agent.measure.fake import FakeEvaluator
@@ -33,10 +33,14 @@ def knowledge_store(tmp_path):
     return knowledge.Knowledge(knowledge_copy(tmp_path), os.path.join(str(tmp_path), "learned"))
 
 
-class LoweringOnlyPort(InProcessPort):
-    """An in-process port whose compile lowers to CUDA but runs no nvcc (no cubin): fast, GPU-free tests."""
+class LoweringOnlyPort(Port):
+    """A port over the in-process service whose compile lowers to CUDA but runs no nvcc (no cubin):
+    fast, GPU-free tests."""
 
-    name = "in-process (lowering only)"
+    def __init__(self, extra_rules=(), calibration=None):
+        from compiler.service.inprocess import InProcessClient
+
+        super().__init__(InProcessClient(), "in-process (lowering only)", extra_rules, calibration)
 
     def compile(self, kernel):
         from compiler.lower import LoweringError, lower
@@ -49,6 +53,9 @@ class LoweringOnlyPort(InProcessPort):
             return Build(None, [diagnostics.lowering_error(e)])
         return Build(artifact_pb2.CompiledKernel(target=ctx.target.name, ir_hash=ir_hash(kernel),
                                                  cuda_source=ctx.source), [])
+
+    def close(self):
+        self.client.close()
 
 
 def small_task(**budget):

@@ -22,8 +22,13 @@ HELD_OUT_EVERY = 4
 
 def current(source):
     """The agent's calibration (calibration.json of `source`, a Knowledge or a directory) or the compiler's default."""
-    doc = knowledge.of(source).load(knowledge.CALIBRATION)
-    return cal_mod.parse(doc["calibration"]) if "calibration" in doc else cal_mod.load()
+    data = current_data(source)
+    return cal_mod.parse(data) if data is not None else cal_mod.load()
+
+
+def current_data(source):
+    """The agent's refitted calibration as data (what the compiler port sends), None when it has none."""
+    return knowledge.of(source).load(knowledge.CALIBRATION).get("calibration")
 
 
 def split(pairs):

@@ -17,7 +17,7 @@ from compiler.analysis import calibration as _calibration
 from compiler.analysis import cost_model
 from compiler.analysis.errors import AnalysisError
 
-__all__ = ["AnalysisError", "analyze", "features"]
+__all__ = ["AnalysisError", "analyze", "analyze_with_features", "calibration_from_data", "features"]
 
 
 def _guarded(fn, *args):
@@ -33,6 +33,22 @@ def analyze(kernel, shapes=None, device=None, calibration=None):
     under `calibration` (a calibration.Calibration; calibration.json when None)."""
     cal = calibration or _calibration.load()
     return _guarded(lambda: cost_model.report(cost_model.measure(kernel, shapes, device), cal))
+
+
+def analyze_with_features(kernel, shapes=None, device=None, calibration=None):
+    """(CostReport, features) of `kernel` (see analyze and features), from one measurement."""
+    cal = calibration or _calibration.load()
+
+    def both():
+        measured = cost_model.measure(kernel, shapes, device)
+        return cost_model.report(measured, cal), dict(measured.features)
+
+    return _guarded(both)
+
+
+def calibration_from_data(data):
+    """A calibration (for analyze's `calibration`) from data in calibration.json's format; ValueError if malformed."""
+    return _calibration.parse(data)
 
 
 def features(kernel, shapes=None, device=None):

@@ -2,7 +2,9 @@
 
     with CompilerClient("127.0.0.1:50051") as cc:
         r = cc.verify(kernel_or_text)             # VerifyResponse: diagnostics, valid
-        r = cc.analyze(kernel, {"M": 4096})       # AnalyzeResponse: diagnostics, report
+        r = cc.verify(kernel, extra_rules=rules, want_features=True)   # with rules as data; IR features
+        r = cc.analyze(kernel, {"M": 4096})       # AnalyzeResponse: diagnostics, report, features
+        r = cc.analyze(kernel, calibration=cal)   # under other cost-model constants (as data)
         r = cc.compile(kernel, target="sm_90a")   # CompileResponse: diagnostics, compiled
         cc.list_targets(); cc.list_rules(); cc.list_primitives()
 
@@ -19,6 +21,7 @@ decoded keeps its code and message.
 """
 
 import contextlib
+import json
 import random
 import time
 import uuid
@@ -124,6 +127,13 @@ def as_program(program):
     raise TypeError("a program is an ir_pb2.Kernel, IR text, Kernel bytes or a Program, not %s" % type(program).__name__)
 
 
+def _as_json(data):
+    """A request's JSON field: "" for None (or nothing), text as it is, anything else serialized."""
+    if data is None or (not isinstance(data, str) and not data):
+        return ""
+    return data if isinstance(data, str) else json.dumps(data, sort_keys=True)
+
+
 class CompilerClient:
     def __init__(self, target="127.0.0.1:50051", timeout=30.0, retries=3, token=None, tls_root=None,
                  max_message_bytes=64 << 20, compile_timeout=COMPILE_TIMEOUT):
@@ -140,19 +150,30 @@ class CompilerClient:
             self.channel = grpc.secure_channel(target, grpc.ssl_channel_credentials(tls_root), options)
         else:
             self.channel = grpc.insecure_channel(target, options)
-        self.stub = service_grpc.CompilerServiceStub(self.channel)
+        self._use(service_grpc.CompilerServiceStub(self.channel), timeout, compile_timeout, retries, token)
+
+    def _use(self, stub, timeout, compile_timeout, retries, token=None):
+        """Send calls to `stub` (a CompilerServiceStub, or an in-process one) with these deadlines and retries."""
+        self.stub = stub
         self.timeout = timeout
         self.compile_timeout = compile_timeout
         self.retries = retries
         self._auth = (("authorization", "Bearer " + token),) if token else ()
 
-    def verify(self, program, timeout=None):
-        request = service_pb2.VerifyRequest(program=as_program(program))
+    def verify(self, program, extra_rules=None, want_features=False, timeout=None):
+        """`extra_rules`: rules beside the built-in ones, as data (compiler/verify/declarative.py's format)
+        or its JSON text; `want_features`: return the IR features too (VerifyResponse.features_json)."""
+        request = service_pb2.VerifyRequest(program=as_program(program), extra_rules_json=_as_json(extra_rules),
+                                            want_features=want_features)
         return self._call(self.stub.Verify, request, timeout)
 
-    def analyze(self, program, shapes=None, device=None, skip_verify=False, timeout=None):
+    def analyze(self, program, shapes=None, device=None, skip_verify=False, extra_rules=None, calibration=None,
+                timeout=None):
+        """`calibration`: the cost model's constants, as data (compiler/analysis/calibration.json's format)
+        or its JSON text; `extra_rules` as for verify."""
         request = service_pb2.AnalyzeRequest(
-            program=as_program(program), shapes=shapes or {}, device=device or "", skip_verify=skip_verify
+            program=as_program(program), shapes=shapes or {}, device=device or "", skip_verify=skip_verify,
+            extra_rules_json=_as_json(extra_rules), calibration_json=_as_json(calibration),
         )
         return self._call(self.stub.Analyze, request, timeout)
 

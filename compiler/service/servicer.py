@@ -189,7 +189,7 @@ class _Malformed:
         self.error = error
 
 
-def _decoder(message_class):
+def decoder(message_class):
     def decode(data):
         try:
             return Incoming(message_class.FromString(data), data)
@@ -199,12 +199,15 @@ def _decoder(message_class):
     return decode
 
 
-def _encode(response):
+def encode(response):
     """A response message, or the bytes a worker made of one."""
     return response if isinstance(response, bytes) else response.SerializeToString()
 
 
-def _handler(servicer, method):
+def handler(servicer, method):
+    """call(request, context) serving `method` (a MethodDescriptor of SERVICE) with `servicer`: a
+    malformed request is INVALID_ARGUMENT, every failure a proper status. What the server registers
+    (with decode and encode) and what an in-process client calls."""
     behavior = getattr(servicer, method.name)
 
     def call(request, context):
@@ -224,8 +227,8 @@ def add_to_server(servicer, server):
     for method in SERVICE.methods:
         request_class = getattr(service_pb2, method.input_type.name)
         handlers[method.name] = grpc.unary_unary_rpc_method_handler(
-            _handler(servicer, method),
-            request_deserializer=_decoder(request_class),
-            response_serializer=_encode,
+            handler(servicer, method),
+            request_deserializer=decoder(request_class),
+            response_serializer=encode,
         )
     server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(SERVICE.full_name, handlers),))

@@ -14,6 +14,7 @@ valid), and only a kernel that verifies clean makes the failure a compiler bug.
 """
 
 import dataclasses
+import json
 import re
 
 from cake.compiler.v1 import compiler_service_pb2 as service_pb2
@@ -55,30 +56,46 @@ class NeedsNvcc:
     diagnostics: bytes  # a CompileResponse holding the verifier's findings
 
 
+def tasks(stage, cache):
+    """Task name -> the function a worker runs for it (the server's workers, or an in-process client)."""
+    return {
+        "verify": lambda data: verify(data, stage),
+        "analyze": lambda data: analyze(data, stage),
+        "compile": lambda data: compile(data, stage, cache),
+        "package": lambda data, needs, art, stderr: package(data, needs, art, stderr, stage, cache),
+    }
+
+
 def verify(data, stage):
     request = service_pb2.VerifyRequest.FromString(data)
+    rules = _extra_rules(request)
     kernel, source_map = _load(request, stage)
     stage("verify")
-    diags = verifier.verify(kernel, source_map)
-    return service_pb2.VerifyResponse(diagnostics=diags, valid=not verifier.has_errors(diags)).SerializeToString()
+    diags = verifier.verify(kernel, source_map, extra_rules=rules)
+    response = service_pb2.VerifyResponse(diagnostics=diags, valid=not verifier.has_errors(diags))
+    if request.want_features:
+        response.features_json = json.dumps(verifier.kernel_features(kernel), sort_keys=True)
+    return response.SerializeToString()
 
 
 def analyze(data, stage):
     request = service_pb2.AnalyzeRequest.FromString(data)
+    rules, calibration = _extra_rules(request), _calibration(request)
     kernel, source_map = _load(request, stage)
-    diags = [] if request.skip_verify else _verified(kernel, source_map, stage)
+    diags = [] if request.skip_verify else _verified(kernel, source_map, stage, rules)
     if verifier.has_errors(diags):
         return service_pb2.AnalyzeResponse(diagnostics=diags).SerializeToString()
     stage("analyze")
     try:
-        report = analysis.analyze(kernel, dict(request.shapes), request.device or None)
+        report, features = analysis.analyze_with_features(kernel, dict(request.shapes), request.device or None,
+                                                          calibration)
     except analysis.AnalysisError as e:
         diags.append(_analysis_diagnostic(e, source_map))
         return service_pb2.AnalyzeResponse(diagnostics=diags).SerializeToString()
     except Exception:  # an unverified kernel: see the module's doc
         broken = _broken_promise(request, kernel, source_map, stage)
         return service_pb2.AnalyzeResponse(diagnostics=broken).SerializeToString()
-    return service_pb2.AnalyzeResponse(diagnostics=diags, report=report).SerializeToString()
+    return service_pb2.AnalyzeResponse(diagnostics=diags, report=report, features=features).SerializeToString()
 
 
 def compile(data, stage, cache):  # noqa: A001  (the RPC's name)
@@ -142,9 +159,30 @@ def _load_for_compile(request, stage):
     return kernel, source_map
 
 
-def _verified(kernel, source_map, stage):
+def _verified(kernel, source_map, stage, extra_rules=()):
     stage("verify")
-    return list(verifier.verify(kernel, source_map))
+    return list(verifier.verify(kernel, source_map, extra_rules=extra_rules))
+
+
+def _extra_rules(request):
+    """The request's extra_rules_json as verifier rules; INVALID_ARGUMENT saying what is wrong."""
+    if not request.extra_rules_json:
+        return []
+    try:
+        return verifier.rules_from_data(json.loads(request.extra_rules_json))
+    except (ValueError, TypeError, KeyError) as e:  # json.JSONDecodeError and RuleError are ValueErrors
+        raise errors.invalid_argument("extra_rules_json holds no valid rules",
+                                      [("extra_rules_json", str(e))]) from None
+
+
+def _calibration(request):
+    """The request's calibration_json as cost-model constants (None: the compiler's own)."""
+    if not request.calibration_json:
+        return None
+    try:
+        return analysis.calibration_from_data(json.loads(request.calibration_json))
+    except (ValueError, TypeError, KeyError, AttributeError) as e:
+        raise errors.invalid_argument("calibration_json is no calibration", [("calibration_json", str(e))]) from None
 
 
 def _broken_promise(request, kernel, source_map, stage):

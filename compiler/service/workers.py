@@ -226,12 +226,7 @@ def serve(conn, cache_dir, memory_bytes):
     def stage(name):
         conn.send(("stage", name))
 
-    tasks = {
-        "verify": lambda data: work.verify(data, stage),
-        "analyze": lambda data: work.analyze(data, stage),
-        "compile": lambda data: work.compile(data, stage, cache),
-        "package": lambda data, needs, art, stderr: work.package(data, needs, art, stderr, stage, cache),
-    }
+    tasks = work.tasks(stage, cache)
     while True:
         try:
             task, args = conn.recv()

@@ -8,7 +8,8 @@
 
 `RULES` lists every registered rule (id, category, severity, doc, fix_hint,
 check); docs/verifier_rules.md documents them. Rules may also be given as data
-(`load_rules(path)`, `verify(kernel, extra_rules=...)`; see declarative.py).
+(`load_rules(path)` or `rules_from_data(data)`, then `verify(kernel, extra_rules=...)`;
+see declarative.py), over the IR features `kernel_features` lists.
 The verifier never raises on a Kernel proto: a rule that fails becomes a
 CAKE-INTERNAL-001 diagnostic.
 """
@@ -19,12 +20,14 @@ from compiler.verify import registry, report
 from compiler.verify.context import Context
 
 from compiler.verify import rules  # noqa: F401  (importing registers the rules)
-from compiler.verify.declarative import load_rules  # noqa: E402
+from compiler.verify import features as _features  # noqa: E402
+from compiler.verify.declarative import RuleError, load_rules, rules_from_data  # noqa: E402
 
 RULES = registry.RULES
 format_diagnostic = report.format_diagnostic
 
-__all__ = ["RULES", "verify", "has_errors", "format_diagnostic", "load_rules"]
+__all__ = ["RULES", "RuleError", "verify", "has_errors", "format_diagnostic", "kernel_features", "load_rules",
+           "rules_from_data"]
 
 
 def verify(kernel, source_map=None, extra_rules=()):
@@ -46,3 +49,8 @@ def verify(kernel, source_map=None, extra_rules=()):
 def has_errors(diags):
     """True when any diagnostic is an error."""
     return any(d.severity == diagnostics_pb2.SEVERITY_ERROR for d in diags)
+
+
+def kernel_features(kernel):
+    """The kernel's IR features, [[level, IR path, {feature: value}]], what declarative rules are written over."""
+    return [[level, path, feats] for level, path, feats in _features.extract(Context(kernel))]
