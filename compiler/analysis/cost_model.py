@@ -112,13 +112,13 @@ def measure(kernel, shapes=None, device=None):
             % (dev.key, occ.limiter, shared, registers, threads)
         )
     slots = dev.sms * occ.blocks_per_sm
+    per_sm = max(1, kernel.launch.min_blocks_per_sm)
+    if per_sm > occ.blocks_per_sm:  # __launch_bounds__ promises per_sm resident blocks (the verifier's CAKE-RES-009)
+        raise AnalysisError(
+            "kernel.launch.min_blocks_per_sm: %d blocks per SM, but %s allows %d"
+            % (per_sm, occ.limiter, occ.blocks_per_sm)
+        )
     if kernel.launch.persistent:
-        per_sm = max(1, kernel.launch.min_blocks_per_sm)
-        if per_sm > occ.blocks_per_sm:
-            raise AnalysisError(
-                "kernel.launch.min_blocks_per_sm: a persistent launch of %d blocks per SM, but %s allows %d"
-                % (per_sm, occ.limiter, occ.blocks_per_sm)
-            )
         grid = [dev.sms * per_sm]
     else:
         grid = _grid(kernel, env)

@@ -14,8 +14,9 @@ the executing role (`tiles.units`).
   BUDGET op visits, only the middle. Persistent loops count tiles / launched
   blocks iterations per block (the average block).
 - Branches whose condition names a thread builtin (thread, warp, lane, elected,
-  ...) select threads, not work: both arms count. Others are evaluated and the
-  taken arm counts.
+  ...) select threads, not work: both arms count; so do branches on register data
+  (a register scalar, compiler/ir/scalars.py), whose arm no shape decides. Others
+  are evaluated and the taken arm counts.
 - FLOPs: mma 2*m*n*k per tile op (by family and dtype); elementwise, reduce,
   arg_reduce, top_k, scan and tri_solve by per-element instruction costs
   (ELEMENTWISE_COST and the per-op rules below), split into CUDA-core flops
@@ -31,7 +32,7 @@ from cake.ir.v1 import ir_pb2
 
 from compiler.analysis import tiles
 from compiler.analysis.errors import AnalysisError, as_float, evaluate
-from compiler.ir import enums, shapes
+from compiler.ir import enums, scalars, shapes
 from compiler.ir import expr as ir_expr
 
 ENUMERATE = 64
@@ -93,12 +94,21 @@ class _Walker:
     """Counts one kernel's ops; `tiles` collects the persistent loops' work-tile counts."""
 
     def __init__(self, kernel, launched):
+        self.kernel = kernel
+        self._role_scalars = {}
         self.regions = {r.name: r for r in kernel.regions}
         self.params = {p.name: p for p in kernel.params}
         self.launched = launched
         self.budget = BUDGET
         self.tiles = 0.0
         self._deps = {}
+
+    def _scalars(self, role):
+        """Names of the register scalars `role` owns (data its branches may test)."""
+        found = self._role_scalars.get(role.name)
+        if found is None:
+            found = self._role_scalars[role.name] = frozenset(scalars.role_scalars(self.kernel, role.name))
+        return found
 
     # -- sizes -----------------------------------------------------------------
 
@@ -183,7 +193,8 @@ class _Walker:
         return [(0, 1.0), (whole // 2, float(whole - 2)), (whole - 1, 1.0)]
 
     def branch(self, branch, env, path, role):
-        if ir_expr.symbols(branch.cond) & THREAD_BUILTINS:
+        names = ir_expr.symbols(branch.cond)
+        if names & THREAD_BUILTINS or names & self._scalars(role):
             arms = [("then_body", branch.then_body), ("else_body", branch.else_body)]
         elif evaluate(branch.cond, env, path + ".cond"):
             arms = [("then_body", branch.then_body)]

@@ -102,11 +102,17 @@ def _prologue(ctx, w):
 
 
 def _check_register_budgets(ctx):
-    """setmaxnreg moves registers between warpgroups of the block's allocation at launch
-    (compiler/targets/registers.py: the pool); asking for more than that makes setmaxnreg.inc
-    wait forever, so such budgets are refused here rather than hang on the GPU."""
+    """Role budgets are values setmaxnreg takes, and fit the block's allocation at launch
+    (compiler/targets/registers.py: the pool), within which setmaxnreg moves registers;
+    asking for more makes setmaxnreg.inc wait forever, so such budgets are refused here
+    rather than hang on the GPU."""
     if not ctx.target.has("setmaxnreg"):
         return
+    legal = registers.setmaxnreg(ctx.target.name)
+    for info in ctx.roles:
+        if info.role.registers and not legal.legal(info.role.registers):
+            raise LoweringError("kernel.roles[%d]" % info.index, "setmaxnreg takes multiples of %d in [%d, %d], not %d"
+                                % (legal.step, legal.minimum, legal.maximum, info.role.registers))
     pool = registers.pool(ctx.kernel, ctx.limits, ctx.spans)
     total = sum(registers.pool_use(ctx.kernel, ctx.limits, ctx.spans))
     if total > pool:

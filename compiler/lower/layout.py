@@ -5,12 +5,13 @@
 - Shared memory is laid out by compiler/ir/smem_layout.py (the one layout, which the
   verifier and the cost analysis measure): 1024-byte-aligned regions, TMEM address
   slots, scratch tiles for tri_solves into registers, then mbarriers.
-- Named barriers get hardware ids 1..15 in declaration order (0 is bar.sync 0).
+- Named barriers get hardware ids from 1 in declaration order (0 is bar.sync 0), then the roles'
+  scratch hand-offs (compiler/ir/named_barriers.py, which the verifier checks).
 """
 
 from cake.ir.v1 import ir_pb2
 
-from compiler.ir import roles, smem_layout
+from compiler.ir import named_barriers, roles, smem_layout
 from compiler.ir.dtypes import DTYPE_BYTES, SWIZZLE_SPAN
 from compiler.lower.context import LoweringError, RoleInfo, SharedRegion
 from compiler.targets import registers
@@ -60,20 +61,18 @@ def layout_shared(ctx):
 
 
 def assign_named(ctx):
-    next_id = 1
-    for i, b in enumerate(ctx.kernel.barriers):
-        if b.kind != ir_pb2.BARRIER_KIND_NAMED:
-            continue
-        if next_id + max(1, b.count) - 1 > 15:
-            raise LoweringError("kernel.barriers[%d]" % i, "more than 15 named barriers")
-        ctx.named_barriers[b.name] = (next_id, b)
-        next_id += max(1, b.count)
-    for role in ctx.kernel.roles:
-        if role.name in ctx.scratch:
-            if next_id > 15:
-                raise LoweringError("kernel.roles", "no named barrier left for role %r's scratch hand-off" % role.name)
-            ctx.role_barriers[role.name] = next_id
-            next_id += 1
+    """Hardware ids of named barriers and scratch hand-offs (compiler/ir/named_barriers.py)."""
+    ids = named_barriers.assign(ctx.kernel, smem_layout.layout(ctx.kernel))
+    over = named_barriers.first_past(ids, ctx.limits.named_barriers_max)
+    if over is not None:
+        path = "kernel.barriers[%d]" % over.index if over.kind == named_barriers.BARRIER else "kernel.roles[%d]" % over.index
+        raise LoweringError(path, "%s needs named barrier id %d; %s has ids 1..%d" % (
+            over.name, over.first + over.count - 1, ctx.target.name, ctx.limits.named_barriers_max - 1))
+    for h in ids:
+        if h.kind == named_barriers.BARRIER:
+            ctx.named_barriers[h.name] = (h.first, ctx.kernel.barriers[h.index])
+        else:
+            ctx.role_barriers[h.name] = h.first
 
 
 def collect_params(ctx):

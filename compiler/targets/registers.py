@@ -47,10 +47,11 @@ def pool(kernel, limits, spans=None):
     return roles.block_threads(kernel, spans) * kernel_launch_budget(kernel, limits, spans)
 
 
-def role_budgets(kernel, limits, spans=None):
-    """Each role's registers per thread: its budget, or the launch budget when it sets none."""
+def role_budgets(kernel, limits, spans=None, setmaxnreg=True):
+    """Each role's registers per thread: its budget, or the launch budget when it sets none (or when the
+    target has no setmaxnreg: a budget there is CAKE-TARGET-008's error, and ptxas gives every thread the same)."""
     entry = kernel_launch_budget(kernel, limits, spans)
-    return [role.registers or entry for role in kernel.roles]
+    return [(role.registers if setmaxnreg else 0) or entry for role in kernel.roles]
 
 
 def pool_use(kernel, limits, spans=None):

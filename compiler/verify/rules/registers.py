@@ -39,7 +39,8 @@ def _launchable(ctx):
     fix_hint="Lower the register budget of the largest role (or of the producer, which needs few).",
 )
 def register_file(ctx):
-    if not _launchable(ctx) or not any(r.registers for r in ctx.kernel.roles):
+    # Without setmaxnreg a budget is CAKE-TARGET-008's error, not an allocation to check.
+    if not _launchable(ctx) or not ctx.has("setmaxnreg") or not any(r.registers for r in ctx.kernel.roles):
         return
     use = registers.pool_use(ctx.kernel, ctx.limits, ctx.spans)
     cap = registers.pool(ctx.kernel, ctx.limits, ctx.spans)
@@ -69,7 +70,7 @@ def fragment_footprint(ctx):
     if not _launchable(ctx):
         return
     overhead = registers.role_overhead(ctx.target_name)
-    budgets = registers.role_budgets(ctx.kernel, ctx.limits, ctx.spans)
+    budgets = registers.role_budgets(ctx.kernel, ctx.limits, ctx.spans, ctx.has("setmaxnreg"))
     for i, role in enumerate(ctx.kernel.roles):
         peak, live = live_peak(ctx, i)
         budget = budgets[i]

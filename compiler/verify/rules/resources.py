@@ -3,6 +3,7 @@ the target's limits (compiler/analysis/targets.json). Registers are registers.py
 
 from cake.ir.v1 import ir_pb2
 
+from compiler.ir import named_barriers as named_barrier_ids
 from compiler.ir.dtypes import DTYPE_BYTES
 from compiler.ir.shapes import elements
 from compiler.verify.registry import Finding, rule
@@ -76,21 +77,17 @@ def tensor_memory(ctx):
 def named_barriers(ctx):
     if ctx.limits is None:
         return
-    last = ctx.limits.named_barriers_max - 1
-    used = 0
-    for i, b in enumerate(ctx.kernel.barriers):
-        if b.kind == ir_pb2.BARRIER_KIND_NAMED:
-            used += max(1, b.count)
-            if used > last:
-                yield Finding("kernel.barriers[%d]" % i, "named barrier `%s` needs id %d; %s has ids 1..%d"
-                              % (b.name, used, ctx.target_name, last))
-                return
-    for role_name, _, _ in ctx.smem_layout.scratch:
-        used += 1
-        if used > last:
-            yield Finding(ctx.role_path(ctx.roles[role_name][0]), "role `%s` solves into registers, which needs a named "
-                          "barrier for its scratch hand-off: id %d; %s has ids 1..%d" % (role_name, used, ctx.target_name, last))
-            return
+    over = named_barrier_ids.first_past(named_barrier_ids.assign(ctx.kernel, ctx.smem_layout),
+                                        ctx.limits.named_barriers_max)
+    if over is None:
+        return
+    needs, last = over.first + over.count - 1, ctx.limits.named_barriers_max - 1
+    if over.kind == named_barrier_ids.BARRIER:
+        yield Finding("kernel.barriers[%d]" % over.index, "named barrier `%s` needs id %d; %s has ids 1..%d"
+                      % (over.name, needs, ctx.target_name, last))
+    else:
+        yield Finding(ctx.role_path(over.index), "role `%s` solves into registers, which needs a named barrier for its "
+                      "scratch hand-off: id %d; %s has ids 1..%d" % (over.name, needs, ctx.target_name, last))
 
 
 @rule(
