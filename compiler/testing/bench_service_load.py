@@ -40,7 +40,7 @@ from compiler.testing.machine import machine
 from compiler.testing.service_programs import copy_program
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-CLIENT_PROCESSES = 4
+CLIENT_PROCESSES = 8
 CACHED_PROGRAMS = 8
 # Seconds between the clients' start and the window's opening: every client connected and warm.
 SETTLE_SECONDS = 5.0

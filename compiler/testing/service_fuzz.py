@@ -18,7 +18,8 @@ sent to Verify, Analyze or Compile (skip_verify at random; Compile only of the s
 programs, so that nvcc runs stay short). One request in ten has a deadline of a few
 milliseconds, to exercise cancellation everywhere.
 
-Allowed outcomes: OK (whose bytes decode as the response); INVALID_ARGUMENT;
+Allowed outcomes: OK (whose bytes decode as the response; a Compile that built a kernel
+is counted as OK/COMPILED or OK/CACHE_HIT); INVALID_ARGUMENT;
 RESOURCE_EXHAUSTED naming a limit or a full compile queue; DEADLINE_EXCEEDED or
 CANCELLED for a short deadline or a Compile (20 s). Anything else — INTERNAL, UNKNOWN,
 UNAVAILABLE (the server died) — is a failure. The resident memory of the server's
@@ -267,10 +268,11 @@ def outcome(method, timeout, call):
     else:
         response_class = getattr(pb, method + "Response")
         try:
-            response_class.FromString(data)
+            response = response_class.FromString(data)
         except Exception:  # noqa: BLE001
             return "OK", "UNDECODABLE", False
-        return "OK", "", True
+        compiled = method == "Compile" and response.HasField("compiled")
+        return "OK", ("CACHE_HIT" if response.compiled.cache_hit else "COMPILED") if compiled else "", True
     if code == grpc.StatusCode.INVALID_ARGUMENT:
         return code.name, reason, True
     if code == grpc.StatusCode.RESOURCE_EXHAUSTED:
