@@ -34,6 +34,7 @@ import json
 import os
 import random
 import re
+import tempfile
 import threading
 import time
 
@@ -49,9 +50,9 @@ from compiler.corpus import corpus
 from compiler.ir import paths
 from compiler.ir.descriptors import INT_RANGES
 from compiler.ir.text import parse_kernel
+from compiler.service.local import LocalServer
+from compiler.testing.machine import machine, results_path
 from compiler.testing.service_programs import copy_program
-
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 KINDS = {"text": 30, "kernel": 30, "bytes": 12, "random": 10, "raw": 8, "fields": 10}
 METHODS = ("Verify", "Analyze", "Compile")
@@ -405,17 +406,12 @@ def run(address, server_pid, count, seed=1, clients=8, progress=None):
 
 
 def main(argv=None):
-    from compiler.service.local import LocalServer
-    from compiler.testing.machine import machine
-
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--requests", type=int, default=10_000)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--clients", type=int, default=8)
-    ap.add_argument("--out", default=os.path.join(ROOT, "benchmarks", "results", "service_fuzz.json"))
+    ap.add_argument("--out", default=results_path("service_fuzz.json"))
     args = ap.parse_args(argv)
-    import tempfile
-
     with tempfile.TemporaryDirectory(prefix="cake-fuzz-cache-") as cache_dir, LocalServer(cache_dir=cache_dir) as server:
         report = run(server.address, server.process.pid, args.requests, args.seed, args.clients,
                      progress=lambda n: print("%d requests" % n, flush=True))
