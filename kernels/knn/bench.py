@@ -393,10 +393,14 @@ def _write(path, rows, record):
 
 
 def _commit():
+    """The commit measured: $CAKE_COMMIT when set (a copy of the tree may sit inside another checkout,
+    whose HEAD git would report), else git's HEAD."""
+    if os.environ.get("CAKE_COMMIT"):
+        return os.environ["CAKE_COMMIT"]
     try:
         return subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
-        return os.environ.get("CAKE_COMMIT", "unknown")
+        return "unknown"
 
 
 if __name__ == "__main__":
