@@ -1,4 +1,4 @@
-# expect: CAKE-DATA-008 at kernel.roles[0].body[3].branch.then_body[0].rescore
+# expect: CAKE-DATA-010 at kernel.roles[0].body[3].branch.then_body[0].rescore
 # defect: the warp merge before the rescore is missing: each lane rescores its own partial list
 kernel knn_merge {
   contract {

@@ -1,4 +1,4 @@
-# expect: CAKE-DATA-007 at kernel.roles[1].body[1].loop.body[3].loop.body[1].top_k
+# expect: CAKE-DATA-009 at kernel.roles[1].body[1].loop.body[3].loop.body[1].top_k
 # defect: the quad merge runs inside the tile loop: the next tile inserts into lists every lane of the quad already holds, and the next merge counts them again
 kernel knn_rows_sm90a {
   contract {

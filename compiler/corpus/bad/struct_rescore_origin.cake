@@ -1,4 +1,4 @@
-# expect: CAKE-STRUCT-022 at kernel.roles[0].body[4].branch.then_body[0].rescore.database
+# expect: CAKE-STRUCT-023 at kernel.roles[0].body[4].branch.then_body[0].rescore.database
 # defect: the rescore's database origin is row 1, so entry j would read row j + 1
 kernel knn_merge {
   contract {

@@ -1,4 +1,4 @@
-# expect: CAKE-STRUCT-020 at kernel.roles[1].body[4].loop.body[5].top_k
+# expect: CAKE-STRUCT-021 at kernel.roles[1].body[4].loop.body[5].top_k
 # defect: the replaced KNN schedule: each tile's top_k inserts and merges across the quad, so the entries the lanes share are inserted again on every tile (16 copies of one index after 8 tiles at k = 16)
 kernel knn_topk_sm90a {
   contract {

@@ -1,4 +1,4 @@
-# expect: CAKE-STRUCT-019 at kernel.roles[1].body[1].loop.body[3].loop.body[1].top_k.values
+# expect: CAKE-STRUCT-020 at kernel.roles[1].body[1].loop.body[3].loop.body[1].top_k.values
 # defect: per-row lists of a [64, 128] score tile along axis 1 declared wgmma_cols (per-column lists)
 kernel knn_rows_sm90a {
   contract {

@@ -1,4 +1,4 @@
-# expect: CAKE-STRUCT-021 at kernel.roles[0].body[3].top_k
+# expect: CAKE-STRUCT-022 at kernel.roles[0].body[3].top_k
 # defect: the warp merge asks for a vote, which only an insertion's candidates have
 kernel knn_merge {
   contract {

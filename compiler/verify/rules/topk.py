@@ -34,7 +34,7 @@ def _register_list(ctx, site, field, dtype):
 
 
 @rule(
-    "CAKE-STRUCT-019", "structure", "error",
+    "CAKE-STRUCT-020", "structure", "error",
     doc="TopK lists fit their scores: f32 values and i32 indices register fragments of one shape, [lists, k] with "
     "1 <= k <= 64, of the layout the score tile and axis keep (wgmma_acc axis 1: wgmma_rows, axis 0: wgmma_cols; "
     "mma_acc: mma_rows; row_per_thread: row_per_thread; per_thread [c] axis 0: per_thread [k]); src_indices are i32 "
@@ -95,7 +95,7 @@ def _insertion_fits(ctx, site, values):
 
 
 @rule(
-    "CAKE-STRUCT-020", "structure", "error",
+    "CAKE-STRUCT-021", "structure", "error",
     doc="A TopK insertion runs with scope thread: each thread keeps its own disjoint lists and a merge-only TopK "
     "combines them once; inserting and merging across lanes in one op, tile after tile, inserts the entries the "
     "lanes already share again (duplicates in the result).",
@@ -111,7 +111,7 @@ def insertion_scope(ctx):
 
 
 @rule(
-    "CAKE-STRUCT-021", "structure", "error",
+    "CAKE-STRUCT-022", "structure", "error",
     doc="A merge-only TopK (src = values) merges across a scope its lists support (lanes for wgmma_rows, mma_rows "
     "and wgmma_cols; warp for per_thread; thread re-sorts) and sets none of the insertion's fields "
     "(src_indices, index_limit, exclude_base, vote).",
@@ -138,7 +138,7 @@ def merge_form(ctx):
 
 
 @rule(
-    "CAKE-STRUCT-022", "structure", "error",
+    "CAKE-STRUCT-023", "structure", "error",
     doc="A Rescore reads per-thread [k] lists (f32 values, i32 indices) with scope warp and a metric, and rows of "
     "two tensors with the same feature dim: the query's origin and the database's row 0, feature 0.",
     fix_hint="Rescore per_thread [k] lists after a warp merge; point query at q[..., i, 0] and database at "
@@ -220,8 +220,8 @@ def _flow(ctx, body, path, state, out, depth=0):
             merge = topk_ir.is_merge(msg)
             across = merge and msg.scope in (ir_pb2.SCOPE_LANES, ir_pb2.SCOPE_WARP)
             if isinstance(last, tuple) and (not merge or across) and not any(
-                    f[0] == "DATA-007" and f[1] == name for f in out.values()):
-                out.setdefault(node, ("DATA-007", name, last[1]))  # its first duplicating op only
+                    f[0] == "DATA-009" and f[1] == name for f in out.values()):
+                out.setdefault(node, ("DATA-009", name, last[1]))  # its first duplicating op only
             if across:
                 state[name] = ("lanes" if msg.scope == ir_pb2.SCOPE_LANES else "warp", node)
             elif not merge and not isinstance(last, tuple):
@@ -230,7 +230,7 @@ def _flow(ctx, body, path, state, out, depth=0):
             name = msg.values.region
             last = state.get(name)
             if not (isinstance(last, tuple) and last[0] == "warp"):
-                out.setdefault(node, ("DATA-008", name, None))
+                out.setdefault(node, ("DATA-010", name, None))
 
 
 def _flow_findings(ctx):
@@ -244,7 +244,7 @@ def _flow_findings(ctx):
 
 
 @rule(
-    "CAKE-DATA-007", "data consistency", "error",
+    "CAKE-DATA-009", "data consistency", "error",
     doc="Lists merged across threads are not inserted into or merged again before a fill (or another full overwrite) "
     "resets them: after a "
     "merge every lane holds the merged entries, so a later merge counts each of them once per lane "
@@ -253,18 +253,18 @@ def _flow_findings(ctx):
 )
 def merged_twice(ctx):
     for path, (which, name, merged) in sorted(_flow_findings(ctx).items()):
-        if which == "DATA-007":
+        if which == "DATA-009":
             yield Finding(path, "`%s` was already merged across threads; merging or inserting again duplicates the "
                           "entries the threads share" % name, (("the merge", merged),))
 
 
 @rule(
-    "CAKE-DATA-008", "data consistency", "error",
+    "CAKE-DATA-010", "data consistency", "error",
     doc="A Rescore's lists are the same in every lane of the warp: the last TopK on them since their fill is a "
     "merge with scope warp (the lanes split each row's features).",
     fix_hint="Merge the per-thread lists with a scope-warp merge-only top_k right before the rescore.",
 )
 def rescore_uniform(ctx):
     for path, (which, name, _) in sorted(_flow_findings(ctx).items()):
-        if which == "DATA-008":
+        if which == "DATA-010":
             yield Finding(path, "rescores `%s`, whose lists are not merged across the warp: each lane holds its own" % name)
