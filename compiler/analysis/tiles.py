@@ -18,6 +18,7 @@ _UNIT_THREADS = {
     ir_pb2.FRAGMENT_LAYOUT_PER_THREAD: 1,
     ir_pb2.FRAGMENT_LAYOUT_WGMMA_ACC: 128,
     ir_pb2.FRAGMENT_LAYOUT_WGMMA_ROWS: 128,
+    ir_pb2.FRAGMENT_LAYOUT_WGMMA_COLS: 128,
     ir_pb2.FRAGMENT_LAYOUT_MMA_ACC: 32,
     ir_pb2.FRAGMENT_LAYOUT_MMA_ROWS: 32,
     ir_pb2.FRAGMENT_LAYOUT_MMA_A: 32,
@@ -26,8 +27,8 @@ _UNIT_THREADS = {
 
 # Threads holding each element of a register region, by layout: WGMMA_ACC/MMA_*
 # elements live in one thread; a row value (WGMMA_ROWS, MMA_ROWS) is held by the 4
-# lanes of the row's quad.
-_HOLDERS = {ir_pb2.FRAGMENT_LAYOUT_WGMMA_ROWS: 4, ir_pb2.FRAGMENT_LAYOUT_MMA_ROWS: 4}
+# lanes of the row's quad; a column value (WGMMA_COLS) by the 32 threads sharing the column.
+_HOLDERS = {ir_pb2.FRAGMENT_LAYOUT_WGMMA_ROWS: 4, ir_pb2.FRAGMENT_LAYOUT_MMA_ROWS: 4, ir_pb2.FRAGMENT_LAYOUT_WGMMA_COLS: 32}
 
 
 def dtype_bytes(dtype):

@@ -1,5 +1,5 @@
-"""Printers for math: fill, elementwise, reductions, arg-reductions, top-k, scan,
-triangular solves and atomics.
+"""Printers for math: fill, elementwise, reductions, arg-reductions, scan, triangular
+solves and atomics (top-k lists: ops_topk.py).
 
 Register destinations are walked element by element through their Fragment (the
 thread's own elements and their coordinates); shared destinations cooperatively by
@@ -261,35 +261,6 @@ def _arg_reduce_own_row(em, op, src, values, indices, is_min, path):
         with w.block("for (int i = 0; i < %d; ++i)" % src.count):
             with w.block("if (%s %s %s)" % (src.elem("i"), better, values.elem("0"))):
                 w.line("%s = %s; %s = cake_base + i;" % (values.elem("0"), src.elem("i"), indices.elem("0")))
-
-
-@printer("top_k")
-def top_k(em, op, path):
-    src = _target(em, op.src, path + ".src")
-    values = _target(em, op.values, path + ".values")
-    indices = _target(em, op.indices, path + ".indices")
-    if not isinstance(src, Fragment) or src.layout not in _ROW_LANES or src.is_rows:
-        raise LoweringError(path + ".src", "top_k reads an accumulator fragment")
-    k = op.k
-    for frag, name in ((values, "values"), (indices, "indices")):
-        if not isinstance(frag, Fragment) or not frag.is_rows or frag.per_row != k:
-            raise LoweringError(path + "." + name, "top_k keeps per-row lists: a rows fragment of shape [rows, %d]" % k)
-    is_min = "false" if op.largest else "true"
-    base = em.expr(op.index_base) if op.HasField("index_base") else "0"
-    w = em.w
-    with w.block(""):
-        w.line("const int cake_base = %s;" % base)
-        w.line("#pragma unroll")
-        with w.block("for (int i = 0; i < %d; ++i)" % src.count):
-            w.line("const int s = %s::row_slot(i);" % src.cls)
-            w.line("cake::warp::topk_insert<%d, %s>(*reinterpret_cast<float(*)[%d]>(&%s[s * %d]), "
-                   "*reinterpret_cast<int(*)[%d]>(&%s[s * %d]), %s, cake_base + %s::col(i));"
-                   % (k, is_min, k, values.name, k, k, indices.name, k, src.elem("i"), src.cls))
-        if op.scope != ir_pb2.SCOPE_THREAD:
-            lo, hi = _ROW_LANES[src.layout]
-            with w.block("for (int s = 0; s < %d; ++s)" % (values.count // k)):
-                w.line("cake::warp::topk_allmerge<%d, %s, %d, %d>(*reinterpret_cast<float(*)[%d]>(&%s[s * %d]), "
-                       "*reinterpret_cast<int(*)[%d]>(&%s[s * %d]));" % (k, is_min, lo, hi, k, values.name, k, k, indices.name, k))
 
 
 @printer("scan")

@@ -81,7 +81,7 @@ class DataOps:
             self.write(r, t, node, generic=t.space == program.SHARED)
         return True
 
-    op_fill = op_elementwise = op_reduce = op_arg_reduce = op_top_k = op_scan = op_tri_solve = op_copy
+    op_fill = op_elementwise = op_reduce = op_arg_reduce = op_top_k = op_rescore = op_scan = op_tri_solve = op_copy
     op_ldmatrix = op_stmatrix = op_tmem_load = op_atomic = op_copy
 
     def op_tma_load(self, r, node):

@@ -2,7 +2,7 @@
 
 They run in this order (static rules of all families, then the protocol model's rules):
 structure, operands, contract, resources, registers, target_caps, tma, sync_protocol,
-pipelines, dataflow, proxy_fence.
+pipelines, dataflow, proxy_fence, topk.
 """
 
 from compiler.verify.rules import (  # noqa: F401  (importing registers the rules)
@@ -17,4 +17,5 @@ from compiler.verify.rules import (  # noqa: F401  (importing registers the rule
     pipelines,
     dataflow,
     proxy_fence,
+    topk,
 )

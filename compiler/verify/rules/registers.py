@@ -70,6 +70,8 @@ def fragment_registers(region):
         values = elements(s) // 128  # a warpgroup's 128 threads share the [64, N] tile
     elif lay == L.FRAGMENT_LAYOUT_WGMMA_ROWS:
         values = 2 * rest  # each thread's quad owns two of the 64 rows
+    elif lay == L.FRAGMENT_LAYOUT_WGMMA_COLS:
+        values = s[0] // 4 * rest  # each thread holds N / 4 of the N columns
     elif lay in (L.FRAGMENT_LAYOUT_MMA_ACC, L.FRAGMENT_LAYOUT_MMA_A, L.FRAGMENT_LAYOUT_MMA_B):
         values = elements(s) // 32  # a warp's 32 threads share the tile
     elif lay == L.FRAGMENT_LAYOUT_MMA_ROWS:

@@ -1,3 +1,5 @@
+# expect: CAKE-STRUCT-021 at kernel.roles[1].body[4].loop.body[5].top_k
+# defect: the replaced KNN schedule: each tile's top_k inserts and merges across the quad, so the entries the lanes share are inserted again on every tile (16 copies of one index after 8 tiles at k = 16)
 kernel knn_topk_sm90a {
   contract {
     math: "(dist[i, :], idx[i, :]) = the k smallest of q_sq[i] + x_sq[j] - 2 sum_d q[i, d] x[j, d] over j, ascending, ties to the smaller j; q_sq, x_sq are the rows' squared norms"
