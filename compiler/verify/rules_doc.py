@@ -45,9 +45,10 @@ would be consequences, not causes).
 (`protocol/inputs.py`): for t = 1, 2, ..., 2S + 1, where S is the deepest ring (pipeline
 stages, staged regions, barrier arrays addressed by round; capped at 8), an input
 on which every loop whose trip count depends on a symbol runs t trips (a loop
-nested in another runs two at most: rounds multiply, and two show how one
-iteration's rounds follow the last's); symbols a constraint relates to the one
-aimed follow it (KP >= K && KP < K + 128 moves K with KP). It runs block 0; a
+nested in another runs one, and two in one more input after t = 2: rounds
+multiply, and two show how one iteration's rounds follow the last's); symbols a
+constraint relates to the one aimed follow it (KP >= K && KP < K + 128 moves K
+with KP). It runs block 0; a
 persistent launch is one block walking every tile.
 
 **Why 2S + 1 trips cover every trip count.** A ring's state after round r is
@@ -138,7 +139,7 @@ generation rather than on who arrived first. When no class can move, the cause
 is named in this order: a collective op reached by part of its warp or
 warpgroup (SYNC-011), a block_sync others never reach (SYNC-009), a phase left
 short of arrivals or bytes (SYNC-005, SYNC-006), a named barrier's wrong count
-(SYNC-005), a producer refilling a ring whose consumers finished holding no slot
+(SYNC-005), a producer refilling a ring whose consumers finished, every round they consumed released
 (it runs more rounds than they drain, PIPE-004), else a deadlock at the first
 blocked wait (SYNC-004).
 

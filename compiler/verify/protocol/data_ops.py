@@ -39,6 +39,9 @@ class DataOps:
         level; the key names the writer (role, level, index) for units, None for a cooperative access."""
         if tile.grain is None and unit is None:
             return [(None, tile.box(r.env))]
+        cached = r.pieces.get((tile, unit)) if tile.fixed else None
+        if cached is not None:
+            return cached
         level = _finer(tile.grain, unit)
         env, out, seen = r.env, [], set()
         saved = {b: env[b] for b in _BUILTINS}
@@ -54,6 +57,8 @@ class DataOps:
                     break
         finally:
             env.update(saved)
+        if tile.fixed:
+            r.pieces[(tile, unit)] = out
         return out
 
     def read(self, r, tile, node, agent_vc=None, agent=None, async_proxy=False):

@@ -84,6 +84,8 @@ def intersection(a, b):
 
 def uncovered(box, boxes):
     """A part of `box` that none of `boxes` covers, or None when they cover it."""
+    if any(covers(b, box) for b in boxes):
+        return None
     left = [box]
     for b in boxes:
         rest = []

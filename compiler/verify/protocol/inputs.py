@@ -4,10 +4,10 @@
 [min, max], a multiple of every `S % d == 0` the contract states, satisfying
 all constraints). `Binder.scenarios(T)` then derives, for t = 1 .. T, an
 input on which every loop whose trip count depends on a symbol runs t trips,
-two at most when it is nested in another loop (or as close as the contract
-allows): the loops are visited in program order and each adjusts the first
-symbol of its bounds not yet adjusted; symbols a constraint relates to it
-follow (KP >= K moves K along with KP).
+a loop nested in another one trip, and two in one more input after t = 2 (or
+as close as the contract allows): the loops are visited in program order and
+each adjusts the first symbol of its bounds not yet adjusted; symbols a
+constraint relates to it follow (KP >= K moves K along with KP).
 Scalar params are bound to 1; block indices to 0 (the model runs block 0); a
 persistent launch is modelled with one block walking every tile.
 `Binder.spread(t)` is an input on which each symbol of a loop bound or grid
@@ -138,8 +138,12 @@ class Binder:
         if base is None:
             return []
         out, seen = [], set()
-        for t in range(1, max_trips + 1):
-            full = self.environment(self._aimed(base, t))
+        # Loops nested in another run one trip, and two in one more input after t = 2: rounds multiply, and two
+        # trips show how one iteration's rounds follow the last's.
+        for t, nested in [(1, 1), (2, 1), (2, 2)] + [(t, 1) for t in range(3, max_trips + 1)]:
+            if t > max_trips:
+                continue
+            full = self.environment(self._aimed(base, t, nested))
             key = tuple(sorted(full.items()))
             if key not in seen:
                 seen.add(key)
@@ -209,14 +213,13 @@ class Binder:
         adjusted |= {n for n in best if best[n] != env[n]}
         env.update(best)
 
-    def _aimed(self, base, t):
+    def _aimed(self, base, t, nested):
         env, adjusted = dict(base), set()
         for site in self.ctx.sites("loop"):
             free = self._free(_bounds(site.msg), adjusted)
             if free:
                 adjusted.add(free[0])
-                # A loop inside another runs two trips at most: rounds multiply, and two show the structure.
-                trips = min(t, 2) if site.loop_vars else t
+                trips = nested if site.loop_vars else t
                 self._aim(free[0], lambda e, loop=site.msg: loop_trips(loop, e), trips, env, adjusted)
         return env
 

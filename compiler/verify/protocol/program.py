@@ -44,12 +44,13 @@ class Tile:
 
     `window` is None for the whole tile, else ((start closure, size), ...) per dimension. `grain` says at
     which level the starts differ between threads: None (they read no thread builtin), "warpgroup", "warp"
-    or "thread"; a class spanning several of those covers one box per unit (sim_data.DataOps.pieces).
+    or "thread"; a class spanning several of those covers one box per unit (data_ops.DataOps.pieces).
     """
 
-    __slots__ = ("region", "name", "space", "stage", "stages", "ring", "field", "window", "shape", "full", "grain")
+    __slots__ = ("region", "name", "space", "stage", "stages", "ring", "field", "window", "shape", "full", "grain",
+                 "fixed")
 
-    def __init__(self, index, region, stage, ring, field, window, grain=None):
+    def __init__(self, index, region, stage, ring, field, window, grain=None, fixed=True):
         self.region = index
         self.name = region.name
         self.space = region.space
@@ -61,6 +62,7 @@ class Tile:
         self.shape = tuple(region.shape)
         self.full = tuple((0, d) for d in region.shape)
         self.grain = grain
+        self.fixed = fixed  # its window reads nothing but thread builtins: a class covers the same boxes every time
 
     def box(self, env):
         """The ((start, end), ...) this access covers under env (its thread builtins those of one unit)."""
@@ -94,9 +96,10 @@ _FRAGMENT_UNIT = {
 class BarRef:
     """A resolved BarrierRef: array index, how the slot is named, and the ring terms of round waits.
 
-    For a round, `outer` is the depth of the outermost enclosing loop its expression reads (`loops` names the
-    enclosing loops): when that loop or one outside it moves on, the round must grow, or it names a completion
-    again; a deeper loop may repeat it (a wait repeated in an inner loop). None when it reads no loop."""
+    For a round, `outer` is the depth of the outermost enclosing loop its expression reads, 0 when it reads
+    none (`loops` names the enclosing loops): when that loop or one outside it moves on, the round must grow, or
+    it names a completion again; a deeper loop may repeat it (a wait repeated in an inner loop). None outside
+    loops."""
 
     __slots__ = ("array", "name", "mode", "fn", "count", "lag", "outer", "loops")
 
@@ -145,7 +148,8 @@ class _Compiler:
             window = tuple((exprs.compile_expr(w.start), w.size) for w in ref.window)
             for w in ref.window:
                 used |= exprs.names(w.start)
-        return Tile(index, region, stage, ref.region in self.ctx.pipeline_of_region, field, window, grain(used))
+        return Tile(index, region, stage, ref.region in self.ctx.pipeline_of_region, field, window, grain(used),
+                    used <= threads.THREAD)
 
     def barref(self, ref):
         hit = self.ctx.barriers.get(ref.barrier)
@@ -155,9 +159,10 @@ class _Compiler:
         fn = self.expr(getattr(ref, mode)) if mode else None
         depth, lag = phases.ring_terms(self.ctx.kernel, ref.barrier)
         outer = None
-        if mode == "round":
+        if mode == "round" and self.loops:
             names = exprs.names(ref.round)
-            outer = next((i for i, (var, counter) in enumerate(self.loops) if var in names or counter in names), None)
+            # A round that reads no enclosing loop must grow with all of them (it cannot: it repeats).
+            outer = next((i for i, (var, counter) in enumerate(self.loops) if var in names or counter in names), 0)
         return BarRef(hit[0], ref.barrier, mode, fn, depth, lag, outer, tuple(v for v, _ in self.loops))
 
     def body(self, ops, prefix):

@@ -104,7 +104,8 @@ class _Runner:
         self.held = {}  # pipeline -> slot -> [completion, released, path of the wait]: the ring slots it consumes
         self.rounds = {}  # op path -> (enclosing loop values, round) of its last round reference
         self.acquired = {}  # (mbarrier array, slot) -> the completion its last wait there observed
-        self.slot_values = {}  # BarRef -> (ops executed, value): sim_sync.SyncOps.slot_value
+        self.slot_values = {}  # BarRef -> (ops executed, value): sync_ops.SyncOps.slot_value
+        self.pieces = {}  # (Tile, writer unit) -> the boxes it covers, for windows over thread builtins only
         self.rv = None  # rendezvous key this class is registered at
         self.syncs = 0  # block_syncs completed
         self.sync_reg = None
@@ -211,7 +212,7 @@ class Model(DataOps, SyncOps):
                 hit = ctx.barriers.get(name)
                 if hit is not None:
                     table.setdefault(hit[0], i)
-        self.deferred = None  # a finding that waits for the end of the run (sim_sync.complete)
+        self.deferred = None  # a finding that waits for the end of the run (sync_ops.SyncOps.complete)
         self.tma_filled = prepared.tma_filled
         self.writers = prepared.writers
         self.groups = prepared.groups
@@ -317,7 +318,7 @@ class Model(DataOps, SyncOps):
 
     def finish(self):
         """After every class finished: no phase may be left half-arrived or short of bytes, every fill waited for,
-        no cp.async in flight; then what waited for the end of the run (sim_sync.complete)."""
+        no cp.async in flight; then what waited for the end of the run (sync_ops.SyncOps.complete)."""
         for array in self.arrays.values():
             for index in sorted(array.slots):
                 s = array.slots[index]
@@ -387,8 +388,8 @@ class Model(DataOps, SyncOps):
         )
 
     def overfilled(self, blocked):
-        """A producer blocked refilling a ring whose consumers finished holding nothing: it runs more rounds than
-        they drain (rather than a deadlock of the protocol). The Violation, or None."""
+        """A producer blocked refilling a ring whose consumers finished after releasing every round they consumed:
+        it runs more rounds than they drain (rather than a deadlock of the protocol). The Violation, or None."""
         for r in blocked:
             node = r.pending
             p = self.empty_of.get(node.bar.array) if node.kind == "mbarrier_wait" else None
@@ -399,10 +400,12 @@ class Model(DataOps, SyncOps):
             users = [x for x in self.runners if x.cls.role_index in consumers]
             if not users or not all(x.done for x in users):
                 continue
-            if any(not done for x in users for _, done, _ in x.held.get(p, {}).values()):
-                continue  # a consumer kept a slot: a missing release, the deadlock's own finding
-            full = self.ctx.barriers.get(ring.full)
-            waited = sum(s.seen for s in self.arrays[full[0]].slots.values()) if full and full[0] in self.arrays else 0
+            full, empty = self.ctx.barriers.get(ring.full), self.ctx.barriers.get(ring.empty)
+            if full is None or full[0] not in self.arrays or empty[0] not in self.arrays:
+                continue
+            waited = sum(s.seen for s in self.arrays[full[0]].slots.values())
+            if sum(s.ph for s in self.arrays[empty[0]].slots.values()) < waited:
+                continue  # a consumed round was never released: a missing release, the deadlock's own finding
             return Violation(
                 "ring_drain", _enclosing_loop(node.path),
                 "waits to refill a slot of ring `%s` for round %d, but its consumers finished after %d rounds: this "

@@ -30,9 +30,15 @@ from compiler.verify.report import path_key
 
 C = ir_pb2
 L = ir_pb2.FragmentLayout
-# Blocks walked at most, and cells of an output at most, before the check gives up (it stays cheap).
+# Blocks walked at most, loop iterations and thread groups visited at most, and cells of an output at most,
+# before the check gives up (it stays cheap on any input).
 MAX_BLOCKS = 64
+MAX_WORK = 50000
 MAX_CELLS = 1 << 16
+
+
+class _GiveUp(Exception):
+    """The walk would cost more than MAX_WORK: the check is left undone."""
 # Blocks of a persistent launch: two, so that tiles are shared out as on a real GPU.
 PERSISTENT_BLOCKS = 2
 _LANE_LEVEL = frozenset(("thread", "lane"))
@@ -48,8 +54,11 @@ class _Writer:
         self.conds = [(exprs.compile_expr(c), taken) for c, taken in site.conds if exprs.names(c) & threads.THREAD]
         tile = site.msg.src if site.kind == "tma_store" else site.msg.src_tile
         region = ctx.region(tile.region)
-        self.shape = tile_shape(tile, region) if region is not None else []
-        if site.kind == "tma_store":
+        self.resolved = region is not None and site.msg.HasField("src" if site.kind == "tma_store" else "src_tile")
+        self.shape = tile_shape(tile, region) if self.resolved else []
+        if not self.resolved:
+            self.unit = None
+        elif site.kind == "tma_store":
             self.unit = "issuer"
         elif region.space == C.MEMORY_SPACE_REGISTER:
             self.unit = {
@@ -86,7 +95,11 @@ def _writers(ctx):
             if site.kind not in ("copy", "tma_store") or data or (site.kind == "copy" and site.msg.HasField("src_global")):
                 skip.add(g.param)
                 continue
-            out.setdefault(g.param, []).append(_Writer(ctx, site, field, g))
+            w = _Writer(ctx, site, field, g)
+            if not w.resolved:
+                skip.add(g.param)
+                continue
+            out.setdefault(g.param, []).append(w)
     return {name: ws for name, ws in out.items() if name not in skip}
 
 
@@ -103,6 +116,7 @@ class _Walk:
                     self.inside.add(path[: i + len(".loop" if path.startswith(".loop", i) else ".branch")])
         self.pieces = []  # (param, origin, per-dim (start, size) in the tile, op path, who)
         self.compiled = {}
+        self.work = 0
 
     def block(self, label):
         for i, role in enumerate(self.ctx.kernel.roles):
@@ -123,6 +137,7 @@ class _Walk:
                 if step <= 0:
                     continue
                 for i, v in enumerate(range(start, end, step)):
+                    self._spend(1)
                     env[m.var] = v
                     if m.counter:
                         env[m.counter] = i
@@ -138,6 +153,11 @@ class _Walk:
                     self._body(arm[1], "%s.%s" % (path, arm[0]), role, loops, label)
             elif path in self.by_path:
                 self._write(self.by_path[path], role, loops, label)
+
+    def _spend(self, work):
+        self.work += work
+        if self.work > MAX_WORK:
+            raise _GiveUp()
 
     def _value(self, path, field, expr):
         fn = self.compiled.get((path, field))
@@ -162,7 +182,9 @@ class _Walk:
         env = self.env
         where = label + "".join(", %s=%d" % lv for lv in loops)
         found, running = [], 0
-        for b, first, count in self._groups(w, role):
+        groups = self._groups(w, role)
+        self._spend(len(groups))
+        for b, first, count in groups:
             env.update(b)  # thread builtins: no loop bound or thread-independent condition reads them
             if not all(bool(fn(env)) == taken for fn, taken in w.conds):
                 continue
@@ -312,7 +334,7 @@ def result(ctx):
     if not findings.gated(ctx):
         try:
             out = _check(ctx)
-        except exprs.ExprError:  # an undefined bound: CAKE-CONTRACT-009's to report
+        except (exprs.ExprError, _GiveUp):  # an undefined bound (CAKE-CONTRACT-009's to report), or too big
             out = None
     ctx._outputs_result = out
     return out
