@@ -161,10 +161,29 @@ class DataOps:
                     "loads into stage %d of `%s` but signals barrier `%s` slot %d"
                     % (slot_of_tile, tile.name, node.bar.name, index),
                 )
+            self.released_before_refill(r, node, tile, index)
         self.write(r, tile, node, agent_vc=u, agent=r.agent[TMA_AGENT])
         nbytes = node.bytes * node.copies * r.cls.weight
         self.contribute(array, index, node, u, 0, -nbytes, self.intended(r, node.bar), tile.region)
         return True
+
+    def released_before_refill(self, r, node, tile, index):
+        """A load of round r >= stages into a ring stage needs the consumers' release of round r - stages done:
+        else it refills a slot they may not have read yet (whether or not they read it first in this run)."""
+        p = self.full_of.get(node.bar.array)
+        empty = self.ctx.barriers.get(self.kernel.pipelines[p].empty) if p is not None else None
+        if empty is None or empty[0] not in self.arrays:
+            return
+        fills = self.slot_value(r, node.bar) // node.bar.count  # fills of this slot before this one
+        slot = self.arrays[empty[0]].slots.get(index)
+        if fills and (slot is None or slot.ph < fills):
+            raise Violation(
+                "ring_race", node.path,
+                "refills stage %d of `%s` for round %d before its consumers released round %d of ring `%s`: nothing "
+                "orders this load after their release" % (index, tile.name, self.slot_value(r, node.bar),
+                                                          self.slot_value(r, node.bar) - node.bar.count,
+                                                          self.kernel.pipelines[p].name),
+            )
 
     def op_tma_store(self, r, node):
         u = self.unit(r, STORE_AGENT)

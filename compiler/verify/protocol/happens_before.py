@@ -170,6 +170,7 @@ class Memory:
                     "write_overlap", path,
                     "writes %s of `%s` from %s and from %s: the writers of one op share these elements"
                     % (describe(intersection(w.box, box)), name, _who(w.unit), _who(unit)),
+                    (("`%s` is declared here" % name, "kernel.regions[%d]" % key[0]),),
                 )
         for w in loc.writes:
             if overlaps(w.box, box) and (w.inst != inst and vc[w.agent] < w.time or self._unsynced_peer(w, agent, inst)):
@@ -233,7 +234,8 @@ class Memory:
                     "uncovered_read", path,
                     "reads %s of `%s`, which nothing wrote: the tensor core or TMA store would take whatever they hold"
                     % (describe(hole), name),
-                    tuple(("a write of `%s`" % name, p) for p in sorted({w.path for w in seen})[:2]),
+                    tuple(("a write of `%s`" % name, p) for p in sorted({w.path for w in seen})[:2])
+                    + (("`%s` is declared here" % name, "kernel.regions[%d]" % key[0]),),
                 )
             for w in seen:
                 if not w.generic or w.inst == inst:

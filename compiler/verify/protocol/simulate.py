@@ -241,7 +241,7 @@ class Model(DataOps, SyncOps):
                 self.diagnose()
             r, budget = best, None
             if self.chooser is not None:  # another interleaving: any class that can move, for a few ops
-                r = self.chooser.choice([x for x in runners if not (x.done or x.stuck)])
+                r = self.chooser.choice(self.lockstep([x for x in runners if not (x.done or x.stuck)]))
                 budget = self.chooser.randint(1, 12)
             # Run `r` until another class is less advanced (or ties and comes first), it blocks, or state changes.
             while True:
@@ -273,6 +273,16 @@ class Model(DataOps, SyncOps):
                         break
                 elif not ok or (holder is not None and _progress(r) > _progress(holder)):
                     break
+
+    def lockstep(self, movable):
+        """The movable classes no movable class of one of their warps is behind: the lanes of a warp run one
+        instruction stream, so a random schedule does not let some of them run ahead of the others."""
+        behind = {}
+        for x in movable:
+            for w in x.cls.warps:
+                key = (x.cls.role_index, w)
+                behind[key] = min(behind.get(key, x.count), x.count)
+        return [x for x in movable if all(behind[(x.cls.role_index, w)] >= x.count for w in x.cls.warps)]
 
     def execute(self, r, node):
         if not node.collective or len(self.groups[node.collective][r.index]) == 1:  # nobody to meet

@@ -305,7 +305,8 @@ class SyncOps:
                 "release_unheld", node.path,
                 "arrives on `%s`, the barrier ring `%s`'s loads complete, from a thread that consumes the ring: its "
                 "arrival counts towards the producer's fill of slot %d" % (ring.full, ring.name, index),
-                (("ring `%s` is declared here" % ring.name, "kernel.pipelines[%d]" % p),),
+                self.waits_on(ring.empty, "the producer's wait its release should answer")
+                + (("ring `%s` is declared here" % ring.name, "kernel.pipelines[%d]" % p),),
                 "Release consumed slots on the ring's `%s` barrier (%s@round(kt) after %s@round(kt))."
                 % (ring.empty, ring.empty, ring.full),
             )
@@ -327,11 +328,17 @@ class SyncOps:
             "releases slot %d of ring `%s` (`%s`[%d]), which this thread does not hold: %s, and %s. A release lets "
             "the producer refill the slot, so it must free one this thread waited for and still holds"
             % (index, ring.name, ring.empty, index, why, state),
-            (("this thread's wait on `%s`" % ring.full, last), ("ring `%s` is declared here" % ring.name,
-                                                            "kernel.pipelines[%d]" % p)),
+            (("this thread's wait on `%s`" % ring.full, last),) + self.waits_on(ring.empty, "the producer's wait "
+                                                                                   "this release answers")
+            + (("ring `%s` is declared here" % ring.name, "kernel.pipelines[%d]" % p),),
             "Release the slot this thread consumed: arrive on `%s` with the round of the `%s` wait it follows "
             "(%s@round(kt) after %s@round(kt)), once per round." % (ring.empty, ring.full, ring.empty, ring.full),
         )
+
+    def waits_on(self, barrier, what):
+        """A note at the first wait on `barrier` (the op a wrong arrival leaves blocked or misled), or none."""
+        site = next((x for x in self.ctx.sites("mbarrier_wait") if x.msg.barrier.barrier == barrier), None)
+        return ((what, site.path),) if site is not None else ()
 
     def op_mbarrier_arrive(self, r, node):
         self.check_round(r, node, node.bar)
@@ -445,17 +452,22 @@ class SyncOps:
 
     def named_blame(self, b, name):
         """The sync that brings the wrong thread count to a named barrier several roles use, as a Violation, or
-        None (one role alone: the caller's finding stands). Decided on the counts each role brings to a
-        generation, not on which arrived first: the role whose count differs from the barrier's while another's
-        equals it, else a role that brings fewer threads than it has."""
-        shares = b.shares()
+        None (one role alone: the caller's finding stands). Decided on the threads each role brings (its sites'
+        executing threads; for an array indexed per warpgroup, its counts in the generations so far), not on
+        which arrived first: the role whose count differs from the barrier's while another's equals it, else a
+        role that brings fewer threads than it has."""
         array = next(i for i, d in enumerate(self.kernel.barriers) if d.name == name.split("[")[0])
         if max(1, self.kernel.barriers[array].count) == 1:
-            # Roles that sync on the barrier but have not arrived yet bring what their site's threads can.
+            # One barrier: each role brings what its sites' threads can (a generation that mixed roles' syncs
+            # says nothing about what each was meant to bring).
+            shares = {}
             for site in self.ctx.sites("named_barrier_sync", "named_barrier_arrive"):
-                if site.msg.barrier == self.kernel.barriers[array].name and site.role_index not in shares:
+                if site.msg.barrier == self.kernel.barriers[array].name:
                     n = threads.executing_threads(self.ctx.spans[site.role_index].threads, site.conds)
-                    shares[site.role_index] = [n, site.path]
+                    old = shares.setdefault(site.role_index, [n, site.path])
+                    old[0] = max(old[0], n)
+        else:
+            shares = b.shares()
         if len(shares) < 2:
             return None
         roles = self.kernel.roles
@@ -469,9 +481,12 @@ class SyncOps:
                 "role `%s` syncs on named barrier `%s` here with %d thread(s), but the barrier counts %d threads, "
                 "which role `%s` brings by itself: the two roles' syncs fall into one another's generations"
                 % (roles[culprit].name, name, shares[culprit][0], b.threads, roles[owner].name),
-                (("role `%s` syncs on it here" % roles[owner].name, paths[owner]),),
-                "Give role `%s` a named barrier of its own, or count both roles in `%s`'s arrivals (%d) so that they "
-                "sync together." % (roles[culprit].name, name, shares[culprit][0] + b.threads),
+                (("role `%s` syncs on it here" % roles[owner].name, paths[owner]),
+                 ("`%s` is declared here" % name, "kernel.barriers[%d]" % array)),
+                "Give role `%s` a named barrier of its own%s." % (
+                    roles[culprit].name, "" if (shares[culprit][0] + b.threads) % 32 else
+                    ", or count both roles in `%s`'s arrivals (%d) so that they sync together"
+                    % (name, shares[culprit][0] + b.threads)),
             )
         partial = [role for role, (n, _) in shares.items() if n < self.ctx.spans[role].threads]
         if not partial:
@@ -483,7 +498,8 @@ class SyncOps:
             "only %d of role `%s`'s %d threads reach named barrier `%s` here; with role %s it counts %d threads"
             % (shares[culprit][0], roles[culprit].name, self.ctx.spans[culprit].threads, name,
                ", ".join("`%s` (%d)" % (roles[o].name, shares[o][0]) for o in others), b.threads),
-            tuple(("role `%s` syncs on it here" % roles[o].name, paths[o]) for o in others),
+            tuple(("role `%s` syncs on it here" % roles[o].name, paths[o]) for o in others)
+            + (("`%s` is declared here" % name, "kernel.barriers[%d]" % array),),
             "Have every thread of role `%s` reach this sync (hoist it out of the branch that splits them), or count "
             "only the threads that do." % roles[culprit].name,
         )
