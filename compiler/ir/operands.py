@@ -1,5 +1,6 @@
-"""How math operands meet their destination: THE derivation of elementwise arities and of broadcasting
-(ir.proto's Operand.tile), shared by the verifier (CAKE-STRUCT-019) and lowering.
+"""How math operands meet their destination: THE derivation of elementwise arities, of broadcasting
+(ir.proto's Operand.tile) and of who holds which part of a fragment, shared by the verifier (CAKE-STRUCT-019,
+the outputs and write-overlap checks) and lowering.
 
 An elementwise op is evaluated at each element of its destination; a tile operand is read there:
 - a register fragment of the destination's own layout and shape: the same element;
@@ -50,6 +51,20 @@ ROWS = frozenset((L.FRAGMENT_LAYOUT_WGMMA_ROWS, L.FRAGMENT_LAYOUT_MMA_ROWS))
 ACCUMULATORS = frozenset((L.FRAGMENT_LAYOUT_WGMMA_ACC, L.FRAGMENT_LAYOUT_MMA_ACC))
 # Packed mma.sync operand registers: loaded by ldmatrix, read by mma.sync, not elementwise data.
 OPERAND_FRAGMENTS = frozenset((L.FRAGMENT_LAYOUT_MMA_A, L.FRAGMENT_LAYOUT_MMA_B))
+
+
+# Who holds which part of a register fragment (ir.proto's FragmentLayout): each warpgroup its own WGMMA tile (warp w
+# of it rows WGMMA_WARP_ROWS * (w % 4) onward), each warp its own MMA tile, thread t row t of a ROW_PER_THREAD tile,
+# every thread all of a PER_THREAD one. A fragment stored to memory is written by these holders, part by part.
+HOLDER = {
+    L.FRAGMENT_LAYOUT_WGMMA_ACC: "warpgroup",
+    L.FRAGMENT_LAYOUT_WGMMA_ROWS: "warpgroup",
+    L.FRAGMENT_LAYOUT_MMA_ACC: "warp",
+    L.FRAGMENT_LAYOUT_MMA_ROWS: "warp",
+    L.FRAGMENT_LAYOUT_ROW_PER_THREAD: "row",
+    L.FRAGMENT_LAYOUT_PER_THREAD: "thread",
+}
+WGMMA_WARP_ROWS = 16
 
 
 def trailing_coords(src_shape, dst_coords):

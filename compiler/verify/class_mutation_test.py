@@ -19,7 +19,7 @@ from kernels.kmeans.tuned import assign_sm90a_tuned
 from kernels.knn.schedules import topk_sm90a
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
-EXAMPLES = int(os.environ.get("CAKE_CLASS_MUTATION_EXAMPLES", "40"))
+EXAMPLES = int(os.environ.get("CAKE_CLASS_MUTATION_EXAMPLES", "30"))
 _SETTINGS = dict(max_examples=EXAMPLES, derandomize=True, deadline=None, suppress_health_check=list(HealthCheck))
 
 

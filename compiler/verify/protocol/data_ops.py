@@ -4,6 +4,10 @@ A mixin of simulate.Model (it uses the model's runners, memory and clocks).
 Synchronous accesses are the class's own; TMA loads, MMAs and TMA stores issue
 on the class's asynchronous units, whose completions (barrier completion,
 mma_wait, mma_commit, bulk_wait, cp_async_wait) carry their clocks back.
+An access covers one box per warpgroup, warp or thread of the class where its
+window or its writers differ at that level (`pieces`). A read of a ring stage
+that finds its data missing after a wait on the ring's `full` blames a short
+expect_tx when the phase it acquired completed without that stage's load.
 """
 
 from cake.ir.v1 import ir_pb2

@@ -22,6 +22,12 @@ one thread wrote cooperatively, another reads. So an access after another op
 instance's access by the same multi-thread class must also follow a barrier
 (named barrier or block_sync) that the class completed in between: its *peer
 sync*.
+
+Where each warpgroup, warp or thread of an op writes its own part (a stored
+fragment, a TMA load per issuing thread), the write carries its writer: two
+writers of one op instance sharing an element are a write-write overlap. An
+async-proxy read must find every element of its box written (TMA stores and
+tensor cores read whole tiles).
 """
 
 

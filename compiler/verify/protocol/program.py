@@ -23,7 +23,7 @@ import math
 
 from cake.ir.v1 import ir_pb2
 
-from compiler.ir import phases
+from compiler.ir import operands, phases
 from compiler.verify import exprs, oprefs, threads
 from compiler.verify.context import DTYPE_BYTES
 
@@ -81,16 +81,6 @@ def grain(names):
     return "warp" if names <= {"warp", "warpgroup"} else "thread"
 
 
-# Who writes which part of a tile an op stores from a register fragment (ir.proto's layouts): each
-# warpgroup or warp its own fragment, each thread of a PER_THREAD fragment all of it. Rows of a
-# ROW_PER_THREAD fragment (thread t: row t) and cooperative ops tile the destination by construction.
-_FRAGMENT_UNIT = {
-    ir_pb2.FRAGMENT_LAYOUT_WGMMA_ACC: "warpgroup",
-    ir_pb2.FRAGMENT_LAYOUT_WGMMA_ROWS: "warpgroup",
-    ir_pb2.FRAGMENT_LAYOUT_MMA_ACC: "warp",
-    ir_pb2.FRAGMENT_LAYOUT_MMA_ROWS: "warp",
-    ir_pb2.FRAGMENT_LAYOUT_PER_THREAD: "thread",
-}
 
 
 class BarRef:
@@ -237,7 +227,8 @@ class _Compiler:
         region = self.ctx.region(getattr(msg, src).region)
         if region is None or region.space != REGISTER:
             return None
-        return _FRAGMENT_UNIT.get(region.layout)
+        holder = operands.HOLDER.get(region.layout)
+        return None if holder == "row" else holder  # the rows of a ROW_PER_THREAD tile tile their destination
 
     # Per-kind extras. Returning False drops the node (an unresolved name: a structure error).
 

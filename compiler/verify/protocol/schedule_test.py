@@ -14,7 +14,7 @@ from compiler.verify.protocol import simulate
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..")
 PROGRAMS = sorted(glob.glob(os.path.join(ROOT, "compiler", "corpus", "*", "*.cake")))
-SEEDS = int(os.environ.get("CAKE_SCHEDULE_SEEDS", "4"))
+SEEDS = int(os.environ.get("CAKE_SCHEDULE_SEEDS", "2"))
 
 
 def _kernel(path):

@@ -102,6 +102,7 @@ class _Runner:
         self.regs_pending = {}  # register key -> path of the MMA still writing it
         self.named = {}  # (barrier array, index) -> (state, generation) of the named sync it is in
         self.held = {}  # pipeline -> slot -> [completion, released, path of the wait]: the ring slots it consumes
+        self.last_full = {}  # pipeline -> path of its last wait on the ring's `full`
         self.rounds = {}  # op path -> (enclosing loop values, round) of its last round reference
         self.acquired = {}  # (mbarrier array, slot) -> the completion its last wait there observed
         self.slot_values = {}  # BarRef -> (ops executed, value): sync_ops.SyncOps.slot_value
@@ -343,7 +344,7 @@ class Model(DataOps, SyncOps):
                     self.incomplete(array, index, s)
         for key, b in sorted(self.named.items()):
             if b.arrived:
-                raise self.named_blame(b, self.named_name(key)) or Violation(
+                raise self.named_blame(b, key) or Violation(
                     "arrival_count", b.who[-1][0],
                     "named barrier `%s` is left with %d of its %d threads arrived"
                     % (self.named_name(key), b.arrived, b.threads),
@@ -462,7 +463,7 @@ class Model(DataOps, SyncOps):
         for r in blocked:
             for key, (b, gen) in sorted(r.named.items()):
                 if b.gen <= gen:
-                    blame = self.named_blame(b, self.named_name(key))
+                    blame = self.named_blame(b, key)
                     if blame is not None:
                         raise blame
         over = self.overfilled(blocked)

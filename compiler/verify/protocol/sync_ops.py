@@ -294,6 +294,7 @@ class SyncOps:
         p = self.full_of.get(array_index)
         if p is not None:
             r.held.setdefault(p, {})[index] = [completion, False, node.path]
+            r.last_full[p] = node.path
 
     def release(self, r, node, array_index, index):
         """An arrival on a ring's `empty` by a thread that waits on its `full` must free a slot it holds (and such
@@ -322,7 +323,7 @@ class SyncOps:
         holding = sorted(slot for slot, (_, done, _) in held.items() if not done)
         state = ("holds slot %s" % ", ".join(map(str, holding))) if holding else "holds no slot"
         why = "it released that slot already" if h is not None else "it never waited for that slot on `%s`" % ring.full
-        last = max((entry[2] for entry in held.values()), key=len)
+        last = r.last_full[p]
         raise Violation(
             "release_unheld", node.path,
             "releases slot %d of ring `%s` (`%s`[%d]), which this thread does not hold: %s, and %s. A release lets "
@@ -428,11 +429,12 @@ class SyncOps:
         decl = self.kernel.barriers[key[0]]
         return decl.name if max(1, decl.count) == 1 else "%s[%d]" % (decl.name, key[1])
 
-    def arrive_named(self, b, r, node, weight, name):
+    def arrive_named(self, b, r, node, weight, name, key=None):
+        """Arrive with `weight` threads on named barrier `b` (`key` (array, index); None for block_sync)."""
         role = r.cls.role_index
         if b.arrived + weight > b.threads:
             b.who.append((node.path, role, weight))
-            raise (self.named_blame(b, name) if b is not self.block else None) or Violation(
+            raise (self.named_blame(b, key) if key is not None else None) or Violation(
                 "arrival_count", node.path,
                 "%d more threads reach named barrier `%s` whose generation needs only %d more of its %d"
                 % (weight, name, b.threads - b.arrived, b.threads),
@@ -450,13 +452,13 @@ class SyncOps:
             b.arrived, b.acc, b.who = 0, [0] * self.agents, []
         return gen
 
-    def named_blame(self, b, name):
+    def named_blame(self, b, key):
         """The sync that brings the wrong thread count to a named barrier several roles use, as a Violation, or
         None (one role alone: the caller's finding stands). Decided on the threads each role brings (its sites'
         executing threads; for an array indexed per warpgroup, its counts in the generations so far), not on
         which arrived first: the role whose count differs from the barrier's while another's equals it, else a
         role that brings fewer threads than it has."""
-        array = next(i for i, d in enumerate(self.kernel.barriers) if d.name == name.split("[")[0])
+        array, name = key[0], self.named_name(key)
         if max(1, self.kernel.barriers[array].count) == 1:
             # One barrier: each role brings what its sites' threads can (a generation that mixed roles' syncs
             # says nothing about what each was meant to bring).
@@ -471,7 +473,7 @@ class SyncOps:
         if len(shares) < 2:
             return None
         roles = self.kernel.roles
-        paths = {role: path or self.first_named_site(role, name) for role, (n, path) in shares.items()}
+        paths = {role: path or self.first_named_site(role, array) for role, (n, path) in shares.items()}
         exact = [role for role, (n, _) in shares.items() if n == b.threads]
         if exact:
             culprit = min((role for role in shares if role not in exact), key=lambda role: path_key(paths[role]))
@@ -504,10 +506,10 @@ class SyncOps:
             "only the threads that do." % roles[culprit].name,
         )
 
-    def first_named_site(self, role, name):
-        decl = next(i for i, b in enumerate(self.kernel.barriers) if b.name == name.split("[")[0])
+    def first_named_site(self, role, array):
+        """Where role `role` first syncs on named-barrier array `array` (the role itself if nowhere)."""
         for site in self.ctx.sites("named_barrier_sync", "named_barrier_arrive"):
-            if site.role_index == role and site.msg.barrier == self.kernel.barriers[decl].name:
+            if site.role_index == role and site.msg.barrier == self.kernel.barriers[array].name:
                 return site.path
         return self.ctx.role_path(role)
 
@@ -515,7 +517,7 @@ class SyncOps:
         if not r.named:  # first attempt: arrive; later attempts only check the generations
             r.tick()
             for key, b, name, threads in self.named_targets(r, node):
-                r.named[key] = (b, self.arrive_named(b, r, node, threads, name))
+                r.named[key] = (b, self.arrive_named(b, r, node, threads, name, key))
         for b, gen in r.named.values():
             if b.gen <= gen:
                 return False
@@ -527,8 +529,8 @@ class SyncOps:
 
     def op_named_barrier_arrive(self, r, node):
         r.tick()
-        for _, b, name, threads in self.named_targets(r, node):
-            self.arrive_named(b, r, node, threads, name)
+        for key, b, name, threads in self.named_targets(r, node):
+            self.arrive_named(b, r, node, threads, name, key)
         return True
 
     def op_block_sync(self, r, node):

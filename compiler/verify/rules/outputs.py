@@ -1,16 +1,13 @@
 """Output rules: every element of every write-only output is written, and exactly once.
 
-For one valid input on which each symbol of a loop bound or grid dimension doubles that loop's trips or
-that dimension's blocks (protocol/inputs.py, Binder.spread; a persistent launch is two blocks sharing the tiles), every
-block's role bodies are
-walked (loops and branches that hold output writes; conditions on thread builtins are evaluated per
-thread group) and each write becomes boxes of tensor elements, clipped to the tensor as lowering clips
-them. Who writes which part of a tile follows the source (ir.proto's layouts):
-
-- a WGMMA_ACC / WGMMA_ROWS fragment: warp w of each warpgroup its rows 16 (w % 4) .. + 16;
-- an MMA_ACC / MMA_ROWS fragment: each warp all of its own;
-- a ROW_PER_THREAD fragment: thread t its row t; a PER_THREAD fragment: every thread all of it;
-- a shared tile (a cooperative copy): the role's threads together, once; a TMA store: every issuing thread.
+The check runs on one valid input on which each symbol of a loop bound or grid dimension doubles that loop's
+trips or that dimension's blocks (protocol/inputs.py, Binder.spread; a persistent launch is two blocks sharing
+the tiles). It walks every block's role bodies (the loops and branches holding output writes; conditions on
+thread builtins are evaluated per thread group) and turns each write into boxes of tensor elements, clipped to
+the tensor as lowering clips them. Who writes which part of a tile follows its source (compiler/ir/operands.py,
+HOLDER): warp w of a warpgroup rows 16 (w % 4) .. + 16 of a WGMMA fragment, a warp all of an MMA fragment,
+thread t row t of a ROW_PER_THREAD fragment and every thread all of a PER_THREAD one, the role's threads a
+shared tile together (a cooperative copy), every issuing thread a TMA store's box.
 
 Two boxes sharing an element are a write-write overlap (CAKE-DATA-007), elements no box covers a hole
 (CAKE-CONTRACT-010). Outputs that atomics update, or that are written at data-dependent coordinates or
@@ -22,6 +19,7 @@ import math
 
 from cake.ir.v1 import ir_pb2
 
+from compiler.ir import operands
 from compiler.verify import exprs, oprefs, threads
 from compiler.verify.context import tile_shape
 from compiler.verify.protocol import findings
@@ -29,25 +27,24 @@ from compiler.verify.registry import Finding, rule
 from compiler.verify.report import path_key
 
 C = ir_pb2
-L = ir_pb2.FragmentLayout
 # Blocks walked at most, loop iterations and thread groups visited at most, and cells of an output at most,
 # before the check gives up (it stays cheap on any input).
 MAX_BLOCKS = 64
 MAX_WORK = 50000
 MAX_CELLS = 1 << 16
-
-
-class _GiveUp(Exception):
-    """The walk would cost more than MAX_WORK: the check is left undone."""
 # Blocks of a persistent launch: two, so that tiles are shared out as on a real GPU.
 PERSISTENT_BLOCKS = 2
 _LANE_LEVEL = frozenset(("thread", "lane"))
 
 
+class _GiveUp(Exception):
+    """The walk would cost more than MAX_WORK: the check is left undone."""
+
+
 class _Writer:
     """One op writing an output: its tile's shape, who writes which part of it, where."""
 
-    def __init__(self, ctx, site, field, g):
+    def __init__(self, ctx, site, g):
         self.site, self.path, self.ref = site, site.path, g
         self.role = site.role_index
         self.coords = [exprs.compile_expr(c) for c in g.coords]
@@ -61,11 +58,7 @@ class _Writer:
         elif site.kind == "tma_store":
             self.unit = "issuer"
         elif region.space == C.MEMORY_SPACE_REGISTER:
-            self.unit = {
-                L.FRAGMENT_LAYOUT_WGMMA_ACC: "wgmma", L.FRAGMENT_LAYOUT_WGMMA_ROWS: "wgmma",
-                L.FRAGMENT_LAYOUT_MMA_ACC: "warp", L.FRAGMENT_LAYOUT_MMA_ROWS: "warp",
-                L.FRAGMENT_LAYOUT_ROW_PER_THREAD: "row",
-            }.get(region.layout, "thread")
+            self.unit = operands.HOLDER.get(region.layout, "thread")
         else:
             self.unit = "role"
         used = set()
@@ -84,7 +77,7 @@ def _writers(ctx):
     for site in ctx.ops:
         if site.msg is None:
             continue
-        for field, g, access in oprefs.globals_(site.kind, site.msg):
+        for _, g, access in oprefs.globals_(site.kind, site.msg):
             if access == oprefs.R:
                 continue
             hit = ctx.params.get(g.param)
@@ -95,7 +88,7 @@ def _writers(ctx):
             if site.kind not in ("copy", "tma_store") or data or (site.kind == "copy" and site.msg.HasField("src_global")):
                 skip.add(g.param)
                 continue
-            w = _Writer(ctx, site, field, g)
+            w = _Writer(ctx, site, g)
             if not w.resolved:
                 skip.add(g.param)
                 continue
@@ -204,10 +197,11 @@ def _parts(w, b, first, count):
     """[(per-dim (start, size) within the tile, copies, who)] that threads [first, first + count) write."""
     whole = [(0, d) for d in w.shape]
     warp = b["warp"]
-    if w.unit == "wgmma":
+    if w.unit == "warpgroup":
         if count != 32 or not w.shape:
             return []
-        return [([(16 * (warp % 4), 16)] + whole[1:], 1, "warp %d of warpgroup %d" % (warp, warp // 4))]
+        rows = operands.WGMMA_WARP_ROWS
+        return [([(rows * (warp % 4), rows)] + whole[1:], 1, "warp %d of warpgroup %d" % (warp, warp // 4))]
     if w.unit == "warp":
         return [(whole, 1, "warp %d" % warp)] if count == 32 else []
     if w.unit == "row":
