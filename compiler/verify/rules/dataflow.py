@@ -87,7 +87,7 @@ findings.model_rule(
     "CAKE-DATA-007", "data consistency", "error",
     doc="No element is written twice where it should be written once: the warpgroups, warps or threads of one op "
     "write disjoint parts of a shared tile, and every element of a write-only output is written by exactly one "
-    "thread of one block (on an input with two trips per symbolic loop and two blocks per grid dimension).",
+    "thread of one block (checked as CAKE-CONTRACT-010 checks that it is written).",
     fix_hint="Offset each writer's window by its own index (warpgroup * rows, warp * rows, the block's tile, the "
     "loop's step) so that the writers tile the destination instead of sharing parts of it.",
     model=True,

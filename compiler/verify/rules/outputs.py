@@ -336,9 +336,9 @@ def result(ctx):
 
 @rule(
     "CAKE-CONTRACT-010", "contract", "error",
-    doc="Every element of every write-only output is written, for the contract's shapes (checked on an input "
-    "with two trips per symbolic loop and two blocks per grid dimension; clipped edge tiles count as written "
-    "where they lie inside the tensor).",
+    doc="Every element of every write-only output is written, for the contract's shapes (checked on an input on "
+    "which each symbol of a loop bound or grid dimension doubles its loop's trips or its dimension's blocks; "
+    "clipped edge tiles count as written where they lie inside the tensor).",
     fix_hint="Make the writes tile the output: every block, warpgroup, warp or thread writes its own part, and the "
     "grid, the loops and the tile origins together reach every element.",
     model=True,
