@@ -8,8 +8,9 @@ Each step verifies first, as the service does, and answers with located diagnost
     lower(program)                      # ([Diagnostic], LoweringContext or None): CUDA C++ and launch metadata
     compile(program)                    # ([Diagnostic], CompiledKernel or None): cubin, PTX, resources (needs nvcc)
 
-A ParseError means the text is not CAKE IR; an unknown target or device is a
-ValueError naming the valid ones. Anything else raised is a bug of the compiler.
+A ParseError means the text is not CAKE IR (`parse` turns it into a CAKE-SYNTAX-001
+diagnostic at its line and column); an unknown target or device is a ValueError naming
+the valid ones. Anything else raised is a bug of the compiler.
 """
 
 import dataclasses
@@ -23,12 +24,13 @@ from compiler import verify as verify_
 from compiler.build import diagnostics as build_diagnostics
 from compiler.build import driver
 from compiler.ir.enums import value_of
-from compiler.ir.text import SourceMap, parse_kernel
+from compiler.ir.text import ParseError, SourceMap, parse_kernel
 from compiler.lower import LoweringError
 from compiler.lower import lower as lower_
 from compiler.targets import TARGETS
 
 ANALYSIS_ID = "CAKE-ANALYSIS-001"
+SYNTAX_ID = "CAKE-SYNTAX-001"
 # An AnalysisError message that starts with the IR path it concerns.
 _PATH_PREFIX = re.compile(r"^(kernel(?:\.[A-Za-z_]\w*(?:\[\d+\])?)*): (.*)$", re.S)
 
@@ -50,6 +52,23 @@ def load(text, filename="<text>", target=None):
             raise ValueError("unknown target %r: CAKE compiles for %s" % (target, ", ".join(TARGETS)))
         parsed.kernel.target = value_of(ir_pb2.Target.DESCRIPTOR, target)
     return Program(parsed.kernel, parsed.source_map, filename)
+
+
+def syntax_diagnostic(error):
+    """A ParseError as a CAKE-SYNTAX-001 error at its line and column."""
+    d = diagnostics_pb2.Diagnostic(severity=diagnostics_pb2.SEVERITY_ERROR, id=SYNTAX_ID,
+                                   category=diagnostics_pb2.CATEGORY_STRUCTURE, message=error.message, path="kernel",
+                                   fix_hint="Fix the syntax at this location; docs/ir_text.md gives the grammar.")
+    d.location.line, d.location.column = error.line, error.column
+    return d
+
+
+def parse(text, filename="<text>", target=None):
+    """(Program, []) or, when `text` is not CAKE IR, (None, [its syntax diagnostic])."""
+    try:
+        return load(text, filename, target), []
+    except ParseError as e:
+        return None, [syntax_diagnostic(e)]
 
 
 def _located(program, diags):

@@ -35,8 +35,6 @@ EXIT_USAGE = 2  # bad flags, a missing or unreadable file, an unknown target or 
 EXIT_INTERNAL = 3  # a bug in CAKE (the traceback is kept in a file the message names)
 EXIT_TOOLCHAIN = 4  # compile needs nvcc and there is none
 
-SYNTAX_ID = "CAKE-SYNTAX-001"
-
 EPILOG = """exit status: 0 success (warnings allowed); 1 invalid program (errors reported, not CAKE IR,
 or fmt --check found files to reformat); 2 usage error (flags, missing file, unknown target or
 device); 3 internal error in CAKE; 4 nvcc not found (compile)."""
@@ -57,14 +55,9 @@ def _read(path):
 
 
 def _load(path, target):
-    """(Program, None) or (None, [syntax diagnostic])."""
+    """(Program, []) or (None, [syntax diagnostic])."""
     try:
-        return actions.load(_read(path), path, target), None
-    except ParseError as e:
-        d = diagnostics_pb2.Diagnostic(severity=diagnostics_pb2.SEVERITY_ERROR, id=SYNTAX_ID,
-                                       category=diagnostics_pb2.CATEGORY_STRUCTURE, message=e.message, path="kernel")
-        d.location.line, d.location.column = e.line, e.column
-        return None, [d]
+        return actions.parse(_read(path), path, target)
     except ValueError as e:
         raise UsageError(str(e)) from None
 
@@ -73,7 +66,7 @@ def _rules():
     from compiler.verify import RULES
 
     rules = {r.id: (r.doc, r.fix_hint) for r in RULES}
-    rules[SYNTAX_ID] = ("The file is not CAKE IR text (docs/ir_text.md gives the syntax).", "Fix the syntax at the location.")
+    rules[actions.SYNTAX_ID] = ("The file is not CAKE IR text (docs/ir_text.md gives the syntax).", "Fix the syntax at the location.")
     rules[actions.ANALYSIS_ID] = ("The cost analysis could not run on the kernel.", "Bind the symbol or fix the value named.")
     return rules
 
