@@ -24,8 +24,7 @@ class RemoteEvaluator:
         self.timeout_s = timeout_s
         listed = client.list_tasks()
         if not listed.enabled:
-            raise ValueError("the compiler service at %s does not measure (start it with --measure on a GPU host)"
-                             % getattr(client, "target", "?"))
+            raise ValueError("the compiler service does not measure (start it with --measure on a GPU host)")
         if task not in {t.name for t in listed.tasks}:
             raise ValueError("the compiler service does not measure task %r; it has: %s"
                              % (task, ", ".join(t.name for t in listed.tasks)))
