@@ -32,7 +32,7 @@ cake_wheel = rule(
     attrs = {
         "deps": attr.label_list(doc = "py_libraries whose sources (and data) the wheel ships"),
         "data": attr.label_list(allow_files = True, doc = "other files the build reads: the facade, docs, protos"),
-        "bundles": attr.label_list(allow_files = [".cakebundle"], doc = "prebuilt kernel bundles (cake_prebuilt)"),
+        "bundles": attr.label_list(allow_files = [".zip"], doc = "prebuilt kernel stores (compiler/build/prebuild.py)"),
         "_tool": attr.label(default = "//python:build_wheel", executable = True, cfg = "exec"),
     },
 )

@@ -1,10 +1,11 @@
-"""On a GPU: the installed wheel runs kmeans_assign from its prebuilt cubins, with no nvcc and JIT off.
+"""On a GPU: the installed wheel runs kmeans_assign from its prebuilt cubins, with no nvcc to fall back on.
 
 Finds the wheel in $CAKE_WHEEL, dist/ or Bazel's output (docs/package.md says how
 to build and carry it), installs it into a clean venv that sees this machine's torch (and
-the carried wheels in .whl/ for what the image lacks), then, with CAKE_JIT=0, nvcc off
-PATH and CUDA_HOME pointing nowhere, runs kmeans_assign and kmeans_update on fresh inputs
-and compares them with the torch reference. Prints the first call's time.
+the carried wheels in .whl/ for what the image lacks), then, with nvcc off PATH, CUDA_HOME
+pointing nowhere, nvcc's lookup made to fail and a JIT warning made an error (any kernel
+not prebuilt fails the run), runs kmeans_assign and kmeans_update on fresh inputs and
+compares them with the torch reference. Prints the first call's time.
 """
 
 import glob
@@ -19,8 +20,13 @@ from cake_build.testing import CleanVenv
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 SCRIPT = textwrap.dedent("""
-    import json, time, torch, cake
+    import json, time, warnings, torch, cake
+    from cake.compiler.build import nvcc, prebuilt
     from cake.kernels.kmeans import reference
+    def no_nvcc():
+        raise nvcc.NvccNotFound("this test allows no nvcc")
+    nvcc.find_nvcc = no_nvcc
+    warnings.simplefilter("error", prebuilt.JitCompile)
     torch.manual_seed(0)
     out = {"capability": list(torch.cuda.get_device_capability()), "cases": []}
     for b, n, k, d, dtype in [(1, 100000, 1000, 128, torch.bfloat16), (2, 4099, 77, 40, torch.float16),
@@ -62,7 +68,7 @@ def test_the_installed_wheel_runs_kmeans_without_nvcc(tmp_path):
     carried = os.path.join(ROOT, ".whl")
     venv.install(_wheel(), *(["--find-links", carried] if os.path.isdir(carried) else []))
     path = ":".join(p for p in os.environ.get("PATH", "").split(":") if p and not os.path.exists(os.path.join(p, "nvcc")))
-    r = venv.run("-c", SCRIPT, env={"CAKE_JIT": "0", "CUDA_HOME": str(tmp_path / "no-cuda"), "PATH": path,
+    r = venv.run("-c", SCRIPT, env={"CUDA_HOME": str(tmp_path / "no-cuda"), "PATH": path, "CAKE_PREBUILT": "",
                                     "CAKE_CACHE_DIR": str(tmp_path / "cache")}, timeout=600)
     assert r.returncode == 0, r.stderr[-4000:]
     out = json.loads(r.stdout.strip().splitlines()[-1])

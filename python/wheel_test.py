@@ -1,5 +1,5 @@
 """The wheel as a user gets it: installed into a new venv, `import cake` and its CPU paths work with no
-PYTHONPATH and no generated files; it installs nothing but cake/; its bundles hold every kernel the ops run."""
+PYTHONPATH and no generated files; it installs nothing but cake/; its prebuilt store holds every kernel the ops run."""
 
 import glob
 import json
@@ -13,7 +13,8 @@ import pytest
 
 from cake_build import layout, stage
 from cake_build.testing import CleanVenv
-from compiler.build import prebuild
+from compiler.ir.hashing import ir_hash
+from kernels.kmeans import api
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -57,21 +58,14 @@ def test_the_stub_types_every_op(wheel):
         assert "from cake.%s import %s as %s\n" % (module, name, name) in stub
 
 
-def test_the_bundles_hold_every_prebuilt_kernel_and_nothing_else(wheel):
+def test_the_store_holds_every_prebuilt_kernel_and_nothing_else(wheel):
     from compiler.build import prebuilt
 
-    z = zipfile.ZipFile(wheel)
-    shipped = set()
-    for name in z.namelist():
-        if name.startswith(layout.BUNDLE_DIR + "/"):
-            path = os.path.join(os.environ.get("TEST_TMPDIR", "/tmp"), os.path.basename(name))
-            with open(path, "wb") as f:
-                f.write(z.read(name))
-            shipped |= {(k.ir_hash, k.target) for k in prebuilt.read_bundle(path).kernels}
-    from compiler.ir.hashing import ir_hash
-
-    wanted = {(ir_hash(k), prebuilt.target_name(k)) for k in prebuild.kernels_of(layout.PREBUILT)}
-    assert shipped == wanted
+    prefix = layout.BUNDLE_DIR + "/"
+    shipped = {n[len(prefix):] for n in zipfile.ZipFile(wheel).namelist() if n.startswith(prefix)}
+    wanted = {prebuilt.entry_name(prebuilt.target_of(k), ir_hash(k)) for k in api.prebuilt_kernels()}
+    assert layout.PREBUILT == ("kernels.kmeans.api:prebuilt_kernels",)
+    assert shipped == wanted and len(wanted) == 24
 
 
 CPU_PATHS = textwrap.dedent("""
@@ -88,22 +82,25 @@ CPU_PATHS = textwrap.dedent("""
         cake.kmeans(torch.zeros(8, 16, dtype=torch.bfloat16, device="meta"), k=0)
     except ValueError as e:
         out["k_error"] = str(e)
-    from cake.kernels.kmeans import reference, variants
+    from cake.kernels.kmeans import api, reference, tuned
     x, c = torch.randn(1, 50, 16), torch.randn(1, 4, 16)
     out["reference"] = bool((reference.assign(x, c) == torch.cdist(x, c).argmin(-1)).all())
-    from cake.compiler.build import prebuilt
-    kernel = variants.assign_kernel(128, "bf16", "sm_90a")
-    hit = prebuilt.lookup(kernel)
+    from cake.compiler import targets
+    from cake.compiler.build import nvcc, prebuilt
+    hit = prebuilt.find(tuned.assign_sm90a_tuned(dtype="bf16", **api.assign_params(128)))
     out["prebuilt_hit"] = hit is not None and hit.cubin[:4] == b"\\x7fELF"
-    out["bundles_in"] = os.path.dirname(prebuilt.BUNDLE_DIR)
-    os.environ["CAKE_JIT"] = "0"
+    out["store"] = prebuilt.REPO_STORE
+    def no_nvcc():
+        raise nvcc.NvccNotFound("nvcc not found (test)")
+    nvcc.find_nvcc = no_nvcc
+    warnings.simplefilter("ignore", prebuilt.JitCompile)
     try:
-        prebuilt.load_or_build(variants.tuned.assign_sm90a_tuned(d=64, block_k=64, stages=2), "kmeans_assign")
-    except prebuilt.KernelUnavailable as e:
-        out["jit_off"] = str(e)
+        prebuilt.load(tuned.assign_sm90a_tuned(d=64, block_k=64, stages=2), what="kmeans assign (not prebuilt)")
+    except prebuilt.NoKernel as e:
+        out["no_kernel"] = str(e)
     try:
-        prebuilt.pick_target((12, 0), variants.ASSIGN_TARGETS, "kmeans_assign", "NVIDIA RTX PRO 6000")
-    except prebuilt.UnsupportedDevice as e:
+        targets.pick((12, 0), api.TARGETS, "cake.kmeans", "NVIDIA RTX PRO 6000")
+    except targets.UnsupportedDevice as e:
         out["unsupported"] = str(e)
     import pkgutil
     failed = []
@@ -127,10 +124,10 @@ def test_import_cake_and_its_cpu_paths_in_a_clean_venv(venv):
     assert out["cpu_error"] == "x must be on a CUDA device, got cpu"
     assert out["k_error"] == "k must be a positive int, got 0"
     assert out["reference"] is True
-    assert out["prebuilt_hit"] is True and out["bundles_in"].startswith(venv.site)
-    assert "JIT is off (CAKE_JIT=0)" in out["jit_off"]
-    assert out["unsupported"].startswith("kmeans_assign has no kernel for this GPU (NVIDIA RTX PRO 6000, compute "
-                                         "capability 12.0): it has kernels for sm_90a")
+    assert out["prebuilt_hit"] is True and out["store"] == os.path.join(os.path.dirname(out["file"]), "prebuilt")
+    assert "is not prebuilt on this machine and cannot be compiled here: nvcc not found" in out["no_kernel"]
+    assert out["unsupported"] == ("cake.kmeans has no kernel for this GPU (NVIDIA RTX PRO 6000, compute capability "
+                                  "12.0): it has kernels for sm_90a (compute capability 9.0)")
     assert out["import_failures"] == []
 
 
@@ -142,7 +139,7 @@ def test_the_cake_command_works_from_the_venv(venv):
     assert r.returncode == 1 and ": error[CAKE-SYNC-004]: " in r.stderr, r.stderr
 
 
-def test_the_pep517_backend_builds_the_same_files_but_bundles(wheel, tmp_path):
+def test_the_pep517_backend_builds_the_same_files_but_the_store(wheel, tmp_path):
     out = tmp_path / "dist"
     r = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-build-isolation", "--no-deps", "--no-index", "-q",
                         "--disable-pip-version-check", "-w", str(out), ROOT],

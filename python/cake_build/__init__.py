@@ -5,10 +5,11 @@
 
 Both stage the same tree (stage.py, layout.py): the monorepo's compiler/, runtime/ and
 kernels/ under cake/ with their imports rewritten (rewrite.py), the generated protobuf
-code, the facade python/cake/, docs and protos for the MCP server, and prebuilt
-kernel bundles. Bazel builds the bundles per SM (cake_prebuilt); the PEP 517 backend
-builds them itself with nvcc when CAKE_WHEEL_PREBUILD is 1, or "auto" (the default)
-and nvcc is installed; with 0 the wheel has none and its ops compile on first use.
+code, the facade python/cake/, docs and protos for the MCP server, and the prebuilt
+kernel stores (compiler/build/prebuilt.py). Bazel builds the stores
+(//kernels/kmeans:assign_prebuilt); the PEP 517 backend builds them itself with nvcc
+when CAKE_WHEEL_PREBUILD is 1, or "auto" (the default) and nvcc is installed; with 0
+the wheel has none and its ops compile on first use.
 """
 
 import os
@@ -46,15 +47,16 @@ def _want_prebuild():
 
 
 def prebuild(root, work):
-    """Bundles of every prebuilt kernel (layout.PREBUILT), compiled here with nvcc; their paths."""
+    """Prebuilt stores of every kernel the ops run (layout.PREBUILT), compiled here with nvcc; their paths."""
     gen = os.path.join(work, "gen")
     stage._generate_protos(root, gen)
-    out = os.path.join(work, "bundles", "prebuilt.cakebundle")
-    os.makedirs(os.path.dirname(out))
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([gen, root]))
-    subprocess.run([sys.executable, "-m", "compiler.build.prebuild", *layout.PREBUILT, "-o", out], cwd=root, env=env,
-                   check=True)
-    return [out]
+    stores = []
+    for i, family in enumerate(layout.PREBUILT):
+        stores.append(os.path.join(work, "prebuilt%d.zip" % i))
+        subprocess.run([sys.executable, "-m", "compiler.build.prebuild", family, "--out", stores[-1],
+                        "--jobs", str(os.cpu_count() or 1)], cwd=root, env=env, check=True)
+    return stores
 
 
 def build(root, out_dir, bundles=None):

@@ -6,7 +6,8 @@
       kernels/
     proto/**.proto (generated)   cake/ir/v1/, cake/compiler/v1/   *_pb2.py, *_pb2_grpc.py, .pyi, descriptor sets
     proto/**.proto, DOCS         cake/proto/, cake/docs/          what the MCP server serves as resources
-    bundles (cake_prebuilt)      cake/compiler/build/bundles/     prebuilt cubins (compiler/build/prebuilt.py)
+    prebuilt stores (*.zip)      cake/prebuilt/<target>/<hash>.pb  prebuilt cubins: compiler/build/prebuilt.py's
+                                                                   `prebuilt/` store, beside the packages
 
 Left out: tests, test helpers (testing/, testdata/), benchmarks, BUILD files and
 READMEs. The agent is not part of the package.
@@ -19,9 +20,9 @@ PACKAGES = ("compiler", "runtime", "kernels")
 DATA_SUFFIXES = (".py", ".json", ".cake", ".cuh", ".pyi", ".typed")
 DOCS = ("docs/ir.md", "docs/ir_text.md", "docs/verifier_rules.md", "docs/cli.md", "docs/mcp.md", "docs/package.md")
 FACADE = "python/cake"
-BUNDLE_DIR = "cake/compiler/build/bundles"
+BUNDLE_DIR = "cake/prebuilt"
 # Functions yielding every kernel a public op can run (what the wheel ships compiled).
-PREBUILT = ("kernels.kmeans.variants:prebuilt_kernels",)
+PREBUILT = ("kernels.kmeans.api:prebuilt_kernels",)
 SKIPPED_DIRS = {"testing", "testdata", "__pycache__"}
 SKIPPED_FILES = {"BUILD.bazel", "README.md", "bench.py", "conftest.py"}
 

@@ -14,7 +14,7 @@ def main(argv=None):
     ap = argparse.ArgumentParser(prog="cake_build", description=__doc__.splitlines()[0])
     ap.add_argument("--root", default=".", help="the monorepo checkout (default: the current directory)")
     ap.add_argument("--out-dir", required=True, help="where the wheel is written")
-    ap.add_argument("--bundle", action="append", default=[], help="a prebuilt kernel bundle to ship (repeatable)")
+    ap.add_argument("--bundle", action="append", default=[], help="a prebuilt store (.zip) to ship (repeatable)")
     args = ap.parse_args(argv)
     print(build(os.path.abspath(args.root), args.out_dir, args.bundle))
     return 0

@@ -13,6 +13,7 @@ import importlib.util
 import os
 import shutil
 import tempfile
+import zipfile
 
 from cake_build import layout
 from cake_build.rewrite import rewrite
@@ -85,7 +86,7 @@ def _add_package_inits(out):
 
 
 def stage(root, out, bundles=()):
-    """Lay out the wheel's files under `out`; their paths relative to it, sorted."""
+    """Lay out the wheel's files under `out`, with the prebuilt stores `bundles`; their paths relative to it, sorted."""
     for rel in layout.package_files(root):
         _copy_source(os.path.join(root, rel), os.path.join(out, "cake", rel), rel)
     facade = os.path.join(root, layout.FACADE)
@@ -98,8 +99,10 @@ def stage(root, out, bundles=()):
         shutil.copyfile(os.path.join(root, "proto", proto), _dst(out, "cake/proto/" + proto))
     for doc in layout.DOCS:
         shutil.copyfile(os.path.join(root, doc), _dst(out, "cake/" + doc))
-    for bundle in bundles:
-        shutil.copyfile(bundle, _dst(out, layout.BUNDLE_DIR + "/" + os.path.basename(bundle)))
+    for store in bundles:  # prebuilt stores (.zip of <target>/<ir_hash>.pb): unpacked into the package's store
+        with zipfile.ZipFile(store) as z:
+            for name in sorted(n for n in z.namelist() if n.endswith(".pb")):
+                _write(_dst(out, layout.BUNDLE_DIR + "/" + name), z.read(name))
     _add_package_inits(out)
     found = []
     for dirpath, _, files in os.walk(out):
