@@ -22,7 +22,7 @@ DOCS = ("docs/ir.md", "docs/ir_text.md", "docs/verifier_rules.md", "docs/cli.md"
 FACADE = "python/cake"
 BUNDLE_DIR = "cake/prebuilt"
 # Functions yielding every kernel a public op can run (what the wheel ships compiled).
-PREBUILT = ("kernels.kmeans.api:prebuilt_kernels",)
+PREBUILT = ("kernels.kmeans.variants:prebuilt_all",)
 SKIPPED_DIRS = {"testing", "testdata", "__pycache__"}
 SKIPPED_FILES = {"BUILD.bazel", "README.md", "bench.py", "conftest.py"}
 

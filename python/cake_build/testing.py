@@ -15,6 +15,13 @@ import sys
 import sysconfig
 
 
+def store_kernels():
+    """The one kernel of the test wheel's prebuilt store: the KMeans update for D <= 32, bf16 (a short nvcc build)."""
+    from kernels.kmeans import tuned
+
+    return [tuned.update_sorted(d=32, dtype="bf16")]
+
+
 class CleanVenv:
     def __init__(self, path, base_python=sys.executable):
         self.path = str(path)
