@@ -63,6 +63,10 @@ def parse_args(argv):
     p.add_argument("--in-process", dest="compiler", action="store_const", const="in-process",
                    help="call the compiler in-process (same as --compiler in-process)")
     p.add_argument("--compiler-address", help="a running compiler service (host:port) instead of a local one")
+    p.add_argument("--measure-address", help="measure on a remote GPU: a compiler service (host:port) started with "
+                                            "--measure, through its Measure RPC (token: $CAKE_TOKEN)")
+    p.add_argument("--measure-task", default="kmeans_assign",
+                   help="the remote service's task the candidates are measured as (default: %(default)s)")
     p.add_argument("--author", choices=("search", "llm", "mixed"), default="search",
                    help="who writes candidates: the tactic search, an LLM (env: OPENAI_BASE_URL, OPENAI_API_KEY,"
                         " CAKE_LLM_MODEL), or both in turn")
@@ -100,6 +104,8 @@ def _mode(args, task):
     """(mode, the line saying so); Refused when --gpu on finds no GPU for the task."""
     if args.fake_measure:
         return loop.MEASURE, "fake GPU: measuring with the test evaluator"
+    if args.measure_address:
+        return loop.MEASURE, "remote GPU: measuring through the compiler service at %s" % args.measure_address
     if args.gpu == "off":
         return loop.COST_MODEL, "no GPU (--gpu off): evolving on the cost model for %s" % task.target
     gpu = device.probe(task.target)
@@ -135,6 +141,15 @@ def _evaluator(args, mode, task, run_dir):
         from agent.measure.fake import FakeEvaluator
 
         return FakeEvaluator(task.shapes, task.device)
+    if args.measure_address:
+        from agent.measure.remote import RemoteEvaluator
+        from compiler.service.client import CompilerClient
+
+        client = CompilerClient(args.measure_address, timeout=60.0, token=os.environ.get("CAKE_TOKEN") or None)
+        try:
+            return RemoteEvaluator(client, args.measure_task, task.shapes, task.check_shapes)
+        except Exception as e:  # noqa: BLE001  (unreachable, not measuring, unknown task: refuse to start, say why)
+            raise SystemExit("--measure-address %s: %s" % (args.measure_address, e)) from None
     from agent.measure.gpu import GpuEvaluator
 
     return GpuEvaluator(task, family, os.path.join(run_dir, "evaluations.jsonl"))

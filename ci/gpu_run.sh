@@ -83,7 +83,9 @@ PY
 
 step_tests() {
   local paths=("$@")
-  [ ${#paths[@]} -gt 0 ] || paths=(runtime kernels)
+  # The runtime's and the kernels' GPU tests, the installed wheel's (python/: the wheel in dist/, docs/package.md)
+  # and the Measure RPC's.
+  [ ${#paths[@]} -gt 0 ] || paths=(runtime kernels python compiler/service/measure_gpu_test.py)
   "$PY" -m pytest -p no:cacheprovider -m "gpu or sm_90a" -rA --junitxml="$WORK/files/gpu_tests.xml" "${paths[@]}"
 }
 
