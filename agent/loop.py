@@ -18,10 +18,9 @@ import random
 import time
 
 from agent import bandit as bandit_mod
-from agent import assess, seeds, tactics as tactics_mod
+from agent import assess, repair as repair_mod, seeds, tactics as tactics_mod
 from agent.authors.base import Context, Parent
 from agent.genome import Genome
-from agent.ir_edit import NotApplicable
 from compiler.ir.hashing import ir_hash
 from compiler.ir.text import parse_kernel, print_kernel
 
@@ -137,20 +136,26 @@ class Evolver:
     def _check(self, row):
         self.events.emit("assess", id=row["id"], stage="check")
         kernel = self.kernel(row)
-        shapes = self.family.analysis_shapes(self.task.shapes, _params(row))
-        out = assess.check(self.port, kernel, row["ir_hash"], shapes, self.task.device)
-        rewards, children = [], []
+        out = assess.check(self.port, kernel, row["ir_hash"], self.shapes(row), self.task.device)
+        self._checked(row, out, self._repairs(row, kernel, out.errors) if out.status == "invalid" else [])
+        if self.settings.throttle_s:
+            time.sleep(self.settings.throttle_s)
+
+    def shapes(self, row):
+        """The shapes a candidate is analyzed at (its family's view of the task's shapes)."""
+        return self.family.analysis_shapes(self.task.shapes, _params(row))
+
+    def _checked(self, row, out, children):
+        """Record a check's outcome (`children`: the repairs of a rejected candidate) and credit its tactic."""
+        rewards = []
         if out.status == "invalid":
             if row["tactic"] != "seed":
                 rewards.append((row["tactic"], bandit_mod.INVALID))
-            children = self._repairs(row, kernel, out.errors)
         elif self.settings.mode == COST_MODEL:
             out.status, out.fitness_s = "evaluated", out.prediction["predicted_s"]
             if row["tactic"] != "seed":
                 rewards.append((row["tactic"], bandit_mod.improvement(self._reference(row), out.fitness_s)))
         self._record(row, out, rewards, children)
-        if self.settings.throttle_s:
-            time.sleep(self.settings.throttle_s)
 
     def _record(self, row, out, rewards, children=()):
         ids = self.store.record(row["id"], out.status, out.fitness_s, out.diagnostics, out.prediction, out.measurement,
@@ -172,60 +177,65 @@ class Evolver:
         subject = tactics_mod.Subject(kernel, Genome.from_json(row["genome"]) if row["genome"] else None)
         rng = random.Random("%d:repair:%d" % (self.settings.seed, row["id"]))
         out, seen = [], set()
-        for name in self.repairs.tactics(errors):
-            tactic = self.tactics.get(name)
-            if tactic is None:
-                continue
-            try:
-                child = tactics_mod.apply(tactic, subject, self.task.fixed, rng)
-            except NotApplicable:
-                continue
+        for name, child in repair_mod.children(self.repairs, self.tactics, subject, errors, self.task.fixed, rng):
             h = ir_hash(child.kernel)
             if h in seen or self.store.has_hash(h):
                 continue
             seen.add(h)
-            out.append((h, print_kernel(child.kernel), child.genome.to_json() if child.genome else None, row["id"],
-                        "repair:" + name, "repair", row["generation"], row["repair_depth"] + 1, child.kernel))
+            out.append(self.repair_child(row, h, print_kernel(child.kernel), child.genome, name, child.kernel))
             if len(out) >= self.settings.repairs_per_failure:
                 break
         return out
 
+    @staticmethod
+    def repair_child(row, h, ir_text, genome, tactic, kernel):
+        """A repair child of `row` as Store.record inserts it (with its kernel last)."""
+        return (h, ir_text, genome.to_json() if genome else None, row["id"], "repair:" + tactic, "repair",
+                row["generation"], row["repair_depth"] + 1, kernel)
+
     def _decide(self):
         """Measure the best-predicted analyzed candidates (within the margin), prune the rest."""
-        analyzed = self.store.candidates("analyzed")
-        if not analyzed:
-            return None
-        preds = {r["id"]: self.store.prediction(r["id"])["predicted_s"] for r in analyzed}
-        best = self.store.ranked(limit=1)
-        bar = None
-        if best:
-            p = self.store.prediction(best[0]["id"])
-            bar = p["predicted_s"] * (1 + self.task.prune_margin) if p else None
-        measured = 0
-        for row in sorted(analyzed, key=lambda r: (preds[r["id"]], r["id"])):
-            seed = row["tactic"] == "seed"
-            if not seed and (measured >= self.task.measure_top or (bar is not None and preds[row["id"]] > bar)):
+        for row, measure in self.plan(self.store.candidates("analyzed"), self.store.ranked(limit=1)):
+            if not measure:
                 self._record(row, assess.Outcome("pruned"), [(row["tactic"], bandit_mod.PRUNED)])
                 continue
             why = self.exhausted()
             if why:
                 return why
             self._measure(row)
-            measured += 1
         return None
+
+    def plan(self, analyzed, best):
+        """(row, measure?) for analyzed candidates, best predicted first: the `measure_top` best within the
+        margin of the best measured one (`best`: [that row] or []) are measured (the seed always), the rest pruned."""
+        preds = {r["id"]: self.store.prediction(r["id"])["predicted_s"] for r in analyzed}
+        bar = None
+        if best:
+            p = self.store.prediction(best[0]["id"])
+            bar = p["predicted_s"] * (1 + self.task.prune_margin) if p else None
+        out, measured = [], 0
+        for row in sorted(analyzed, key=lambda r: (preds[r["id"]], r["id"])):
+            seed = row["tactic"] == "seed"
+            measure = seed or not (measured >= self.task.measure_top or (bar is not None and preds[row["id"]] > bar))
+            measured += measure
+            out.append((row, measure))
+        return out
 
     def _measure(self, row):
         self.events.emit("assess", id=row["id"], stage="measure")
         kernel = self.kernel(row)
         out = assess.compile_and_measure(self.port, self.evaluator, kernel, row["ir_hash"], self.family.binding,
                                          "candidate %d" % row["id"])
-        rewards, children = [], []
+        self._measured(row, out, self._repairs(row, kernel, out.errors) if out.status == "failed" and out.errors
+                       else [])
+
+    def _measured(self, row, out, children):
+        """Record a compile-and-measure outcome (`children`: repairs of a build failure) and credit its tactic."""
+        rewards = []
         if row["tactic"] != "seed":
             value = (bandit_mod.improvement(self._reference(row), out.fitness_s) if out.status == "measured"
                      else bandit_mod.FAILED)
             rewards.append((row["tactic"], value))
-        if out.status == "failed" and out.errors:
-            children = self._repairs(row, kernel, out.errors)
         self._record(row, out, rewards, children)
 
     # -- proposals ------------------------------------------------------------------------------
