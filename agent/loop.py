@@ -59,16 +59,20 @@ class Evolver:
     def device_s(self):
         return float(self.store.meta("device_s", 0.0))
 
-    def exhausted(self):
-        """Why the budget is spent, or None."""
+    def counted_evaluations(self):
+        """The evaluations the budget counts (the pipeline counts the measurements it has sent off too)."""
+        return self.evaluations()
+
+    def exhausted(self, clocks_only=False):
+        """Why the budget is spent, or None (`clocks_only`: only the wall-clock and device-time limits)."""
         b = self.task.budget
-        if b.evaluations and self.evaluations() >= b.evaluations:
+        if not clocks_only and b.evaluations and self.counted_evaluations() >= b.evaluations:
             return "%d evaluations" % b.evaluations
         if b.wall_s and self.elapsed_s() >= b.wall_s:
             return "%.0f s of search" % b.wall_s
         if b.device_s and self.settings.mode == MEASURE and self.device_s() >= b.device_s:
             return "%.0f s of device time" % b.device_s
-        if b.stale_generations and self.store.meta("stale", 0) >= b.stale_generations:
+        if not clocks_only and b.stale_generations and self.store.meta("stale", 0) >= b.stale_generations:
             return "no new candidates in %d generations" % b.stale_generations
         return None
 
@@ -146,7 +150,8 @@ class Evolver:
         return self.family.analysis_shapes(self.task.shapes, _params(row))
 
     def _checked(self, row, out, children):
-        """Record a check's outcome (`children`: the repairs of a rejected candidate) and credit its tactic."""
+        """Record a check's outcome (`children`: the repairs of a rejected candidate) and credit its tactic;
+        the ids of the children inserted."""
         rewards = []
         if out.status == "invalid":
             if row["tactic"] != "seed":
@@ -155,12 +160,14 @@ class Evolver:
             out.status, out.fitness_s = "evaluated", out.prediction["predicted_s"]
             if row["tactic"] != "seed":
                 rewards.append((row["tactic"], bandit_mod.improvement(self._reference(row), out.fitness_s)))
-        self._record(row, out, rewards, children)
+        return self._record(row, out, rewards, children)
 
-    def _record(self, row, out, rewards, children=()):
+    def _record(self, row, out, rewards, children=(), credit=True):
+        """Record `out` for `row` with its tactic rewards and repair children (ids returned); `credit`: tell the
+        bandit now (the pipeline credits measurements later, at a fixed point of the run)."""
         ids = self.store.record(row["id"], out.status, out.fitness_s, out.diagnostics, out.prediction, out.measurement,
                                 out.failures, rewards, [c[:-1] for c in children], out.device_s)
-        for (tactic, value) in rewards:
+        for (tactic, value) in rewards if credit else ():
             self._reward(tactic, value)
         for cid, child in zip(ids, children):
             self._kernels[cid] = child[-1]
@@ -169,6 +176,7 @@ class Evolver:
                          predicted_s=out.prediction["predicted_s"] if out.prediction else None,
                          failures=[f["signature"] for f in out.failures], device_s=out.device_s or None)
         self.progress.update(self.snapshot(row, out))
+        return ids
 
     def _repairs(self, row, kernel, errors):
         """Repair children of a rejected candidate: the tactics its diagnostics call for, applied to it."""
@@ -230,13 +238,16 @@ class Evolver:
                        else [])
 
     def _measured(self, row, out, children):
-        """Record a compile-and-measure outcome (`children`: repairs of a build failure) and credit its tactic."""
-        rewards = []
-        if row["tactic"] != "seed":
-            value = (bandit_mod.improvement(self._reference(row), out.fitness_s) if out.status == "measured"
-                     else bandit_mod.FAILED)
-            rewards.append((row["tactic"], value))
-        self._record(row, out, rewards, children)
+        """Record a compile-and-measure outcome (`children`: repairs of a build failure) and credit its tactic;
+        the ids of the children inserted."""
+        return self._record(row, out, self.measure_rewards(row, out), children)
+
+    def measure_rewards(self, row, out):
+        """The tactic's credit for a compile-and-measure outcome: [(tactic, reward)] (none for the seed)."""
+        if row["tactic"] == "seed":
+            return []
+        return [(row["tactic"], bandit_mod.improvement(self._reference(row), out.fitness_s) if out.status == "measured"
+                 else bandit_mod.FAILED)]
 
     # -- proposals ------------------------------------------------------------------------------
 

@@ -153,6 +153,12 @@ class WorkerPool:
             self._worker.stop()
             self._worker = None
 
+    def terminate(self):
+        """Kill the worker now, whatever it is doing (safe from another thread: a job in flight ends as a crash)."""
+        worker = self._worker
+        if worker is not None and worker.proc.is_alive():
+            worker.proc.kill()
+
     def _ready_worker(self):
         if self._worker is not None and not self._worker.alive():
             self._worker.kill()
