@@ -10,6 +10,7 @@ run's database (tactic_stats), so a resumed run continues with the same beliefs,
 and the outer loop turns them into new prior weights (agent/learn/weights.py).
 """
 
+import fractions
 import math
 
 PSEUDO = 2.0
@@ -33,6 +34,9 @@ class Bandit:
     def __init__(self, priors, stats=None, temperature=0.5, explore=0.1):
         self.priors = dict(priors)
         self.stats = {name: list(v) for name, v in (stats or {}).items()}
+        # Sums kept exactly, so beliefs do not depend on the order outcomes arrive in (the pipelined loop
+        # credits measurements later than the serial loop would, and must still decide the same way).
+        self._exact = {name: fractions.Fraction(v[1]) for name, v in self.stats.items()}
         self.temperature = temperature
         self.explore = explore
 
@@ -68,5 +72,6 @@ class Bandit:
         return out
 
     def update(self, name, reward):
-        n, total = self.stats.get(name, (0, 0.0))
-        self.stats[name] = [n + 1, total + reward]
+        n, _ = self.stats.get(name, (0, 0.0))
+        total = self._exact[name] = self._exact.get(name, 0) + fractions.Fraction(reward)
+        self.stats[name] = [n + 1, float(total)]

@@ -183,7 +183,7 @@ class Evolver:
         if row["repair_depth"] >= self.settings.max_repair_depth:
             return []
         subject = tactics_mod.Subject(kernel, Genome.from_json(row["genome"]) if row["genome"] else None)
-        rng = random.Random("%d:repair:%d" % (self.settings.seed, row["id"]))
+        rng = random.Random(self.repair_seed(row["ir_hash"]))
         out, seen = [], set()
         for name, child in repair_mod.children(self.repairs, self.tactics, subject, errors, self.task.fixed, rng):
             h = ir_hash(child.kernel)
@@ -194,6 +194,10 @@ class Evolver:
             if len(out) >= self.settings.repairs_per_failure:
                 break
         return out
+
+    def repair_seed(self, h):
+        """The seed of a candidate's repair draws: its IR hash (known before it has an id, to a worker too)."""
+        return "%d:repair:%s" % (self.settings.seed, h)
 
     @staticmethod
     def repair_child(row, h, ir_text, genome, tactic, kernel):

@@ -70,6 +70,7 @@ class _Round:
         self.entries = 0  # its entries not yet committed
         self.checks = 0  # of those, checks
         self.analyzed = []  # candidate ids checked and awaiting a decision
+        self.held = []  # check entries waiting for the proposals to be in
         self.deciding = False
 
     def open(self):
@@ -93,6 +94,16 @@ class Pipeline(loop.Evolver):
         self._last_made = None  # children of the last generation drawn
 
     # -- state -------------------------------------------------------------------------------
+
+    def exhausted(self, clocks_only=False):
+        b = self.task.budget
+        if not clocks_only and b.evaluations and (self._measuring or self._hidden) \
+                and self.counted_evaluations() >= b.evaluations:
+            # Measurements still out may fail: wait for them all, then count exactly (as the serial loop would).
+            while self._measuring:
+                self._wait(POLL_S)
+            self._apply(float("inf"))
+        return super().exhausted(clocks_only)
 
     def counted_evaluations(self):
         # Measurements in flight or not yet visible count: the budget is then decided the same way every run.
@@ -122,8 +133,8 @@ class Pipeline(loop.Evolver):
             self._kernels = {cid: k.SerializeToString() for cid, k in self._kernels.items()}
         self._recover()
         why = None
+        self._advance()
         while why is None:
-            self._advance()
             why = self._commit_ready()
             if why is None:
                 why = self.exhausted(clocks_only=True)  # the others are decided at commits, the same every run
@@ -151,12 +162,12 @@ class Pipeline(loop.Evolver):
         self._jobs[self.executor.submit(kind, job)] = entry
 
     def _advance(self):
-        """Queue the next draw when the window allows it."""
+        """Queue the next draw when the window allows it (the barrier at its commit waits for measurements)."""
         if self._drawing or any(r.proposing for r in self._rounds):
             return
         self._rounds = [r for r in self._rounds if r.open()]
         if self._last_made == 0:  # an empty generation: widen the pool only once everything is known
-            if self._rounds or self._measuring:
+            if self._rounds:
                 return
         elif len(self._rounds) > self.window:
             return
@@ -189,6 +200,7 @@ class Pipeline(loop.Evolver):
                 self._maybe_decide(entry.round)
             if why:
                 return why
+            self._advance()  # after every commit: where a draw lands must not depend on timing
         return None
 
     def _wait(self, timeout):
@@ -243,7 +255,7 @@ class Pipeline(loop.Evolver):
         if getattr(author, "name", "") == "search":
             order = self.bandit.order(sorted(author.tactics), rng)
             self._submit(entry, "propose", {"parent": self._kernel_bytes(parent), "genome": parent["genome"],
-                                            "order": order, "rng": rng.getstate(), "check": self._repair_seed("")})
+                                            "order": order, "rng": rng.getstate(), "check": self.repair_seed("")})
         else:  # an LLM: its proposals, made here; their checks follow at the commit
             ctx = Context(rng, lambda k: not self.store.has_hash(ir_hash(k)))
             entry.value, entry.done = {"proposals": author.propose(self._parent(parent), ctx)}, True
@@ -275,7 +287,7 @@ class Pipeline(loop.Evolver):
             row = self._insert(r, parent, v["child"], v["tactic"], "search")
             check = _Entry("check", r, row["id"], done=True)
             check.value = v["check"]
-            self._append(check)
+            r.held.append(check)
             r.checks += 1
         r.outstanding -= 1
         if r.made + r.outstanding < self.task.batch and r.tried < 4 * self.task.batch:
@@ -296,6 +308,9 @@ class Pipeline(loop.Evolver):
     def _proposed(self, r):
         """The generation's proposals are all in: the serial loop's bookkeeping for a generation."""
         r.proposing = False
+        for entry in r.held:  # its checks commit after all its proposals, as in the serial loop
+            self._append(entry)
+        r.held = []
         self._last_made = r.made
         stale = 0 if r.made else self.store.meta("stale", 0) + 1
         self.store.set_meta(stale=stale, generation=r.generation, elapsed_s=self.elapsed_s())
@@ -303,16 +318,13 @@ class Pipeline(loop.Evolver):
 
     # -- checks, decisions, builds, measurements ---------------------------------------------------
 
-    def _repair_seed(self, h):
-        return "%d:repair:%s" % (self.settings.seed, h)
-
     def _job(self, row):
         return {"kernel": self._kernel_bytes(row), "ir_hash": row["ir_hash"], "genome": row["genome"],
-                "depth": row["repair_depth"], "repair_seed": self._repair_seed(row["ir_hash"])}
+                "depth": row["repair_depth"], "repair_seed": self.repair_seed(row["ir_hash"])}
 
     def _check_entry(self, r, row):
         entry = _Entry("check", r, row["id"])
-        self._append(entry)
+        r.held.append(entry) if r.proposing else self._append(entry)
         r.checks += 1
         self._submit(entry, "check", self._job(row))
 

@@ -36,6 +36,9 @@ class _CpuWorker:
     def run(self, kind, job):
         return self.ctx.run(kind, job)
 
+    def ping(self):
+        return True
+
 
 class _GpuWorker:
     def __init__(self, measurer, binding):
@@ -45,8 +48,8 @@ class _GpuWorker:
     def measure(self, job):
         return work.measure(self.evaluator, self.binding, job)
 
-    def device(self):
-        return os.environ.get("CUDA_VISIBLE_DEVICES", "")
+    def ping(self):
+        return True
 
 
 def temp_dir():
@@ -115,6 +118,7 @@ class RayExecutor(Executor):
         self._load = {"cpu": [0] * cpu_workers, "gpu": [0] * gpus}
         self._queued = {"cpu": [], "gpu": []}
         self._refs = {}  # ObjectRef -> (ticket, kind, payload, tries, pool, actor index)
+        self._pings = {}  # ObjectRef -> (pool, actor index) of an actor that lost a job, until it answers again
 
     def actors(self, pool):
         """The actors of "cpu" or "gpu" (tests kill them)."""
@@ -127,8 +131,12 @@ class RayExecutor(Executor):
     def _dispatch(self):
         for pool, queued in self._queued.items():
             load = self._load[pool]
-            while queued and load and min(load) < IN_FLIGHT_PER_ACTOR:
-                i = load.index(min(load))
+            down = {i for p, i in self._pings.values() if p == pool}
+            while queued:
+                free = [i for i in range(len(load)) if i not in down and load[i] < IN_FLIGHT_PER_ACTOR]
+                if not free:
+                    break
+                i = min(free, key=lambda j: load[j])
                 ticket, kind, payload, tries = queued.pop(0)
                 actor = self._actors[pool][i]
                 ref = actor.measure.remote(payload) if pool == "gpu" else actor.run.remote(kind, payload)
@@ -140,17 +148,21 @@ class RayExecutor(Executor):
         from ray import exceptions
 
         self._dispatch()
-        if not self._refs:
+        waiting = list(self._refs) + list(self._pings)
+        if not waiting:
             if timeout:
                 import time
 
                 time.sleep(min(timeout, 0.05))
             return []
-        ready, _ = ray.wait(list(self._refs), num_returns=1, timeout=timeout)
+        ready, _ = ray.wait(waiting, num_returns=1, timeout=timeout)
         if ready:
-            ready, _ = ray.wait(list(self._refs), num_returns=len(self._refs), timeout=0)
+            ready, _ = ray.wait(waiting, num_returns=len(waiting), timeout=0)
         out = []
         for ref in ready:
+            if ref in self._pings:
+                self._answered(ref)
+                continue
             ticket, kind, payload, tries, pool, i = self._refs.pop(ref)
             self._load[pool][i] -= 1
             try:
@@ -159,12 +171,27 @@ class RayExecutor(Executor):
                     exceptions.WorkerCrashedError, exceptions.NodeDiedError) as e:
                 if tries < MAX_TRIES:  # lost with its actor or node: the restarted actor (or another) does it again
                     self._queued[pool].append((ticket, kind, payload, tries + 1))
+                    if (pool, i) not in self._pings.values():
+                        self._pings[self._actors[pool][i].ping.remote()] = (pool, i)
                 else:
                     out.append((ticket, Failed("crash", "lost %d times with its worker: %s" % (tries, e))))
             except exceptions.RayTaskError as e:
                 out.append((ticket, Failed("exception", str(e.cause if e.cause is not None else e))))
         self._dispatch()
         return out
+
+    def _answered(self, ref):
+        """A ping of an actor that lost a job: back in service once it answers (it has restarted), else ask again."""
+        import ray
+
+        pool, i = self._pings.pop(ref)
+        try:
+            ray.get(ref)
+        except Exception:  # noqa: BLE001  (still restarting, or its node is gone: Ray brings it up elsewhere)
+            import time
+
+            time.sleep(0.2)
+            self._pings[self._actors[pool][i].ping.remote()] = (pool, i)
 
     def close(self):
         import ray

@@ -40,21 +40,23 @@ class WorkerConfig:
     """What every worker of a run needs, as plain data (it travels to processes and cluster nodes)."""
 
     task: dict  # Task.to_json()
-    knowledge: dict  # {"base": files, "learned": files or None}: path relative to each directory -> bytes
-    compiler: str = "in-process"  # the workers' compiler port: "in-process" or "grpc" (a service per worker)
+    knowledge: dict  # path relative to the knowledge directory -> bytes
+    compiler: str = "in-process"  # the workers' port: "in-process", "grpc" (a service each) or "module:Class"
     compiler_address: str = None  # one compiler service every worker uses instead
     seed: int = 0
     max_repair_depth: int = 2
     check_cache: bool = True
 
     @staticmethod
-    def snapshot(source):
-        """The knowledge's files (its reviewed base and learned layer), to rebuild it wherever a worker runs."""
-        from agent.learn import knowledge
-
-        kb = knowledge.of(source)
-        learned = kb.learned if kb.learned and os.path.isdir(kb.learned) else None
-        return {"base": _files(kb.base), "learned": _files(learned) if learned else None}
+    def snapshot(directory):
+        """The knowledge directory's files, to rebuild it wherever a worker runs."""
+        out = {}
+        for dirpath, _, filenames in os.walk(directory):
+            for name in filenames:
+                path = os.path.join(dirpath, name)
+                with open(path, "rb") as f:
+                    out[os.path.relpath(path, directory)] = f.read()
+        return out
 
 
 class Context:
@@ -79,9 +81,14 @@ class Context:
         self.tactics, _ = load_tactics(self._dir)
         self.repairs = RepairMap.load(self._dir)
         self._stack = contextlib.ExitStack()
-        port = self._stack.enter_context(open_port(
-            config.compiler, outer.load_rules(self._dir), calibrate.current(self._dir), config.compiler_address,
-            log=lambda _: None))
+        rules, calibration = outer.load_rules(self._dir), calibrate.current(self._dir)
+        if ":" in config.compiler:  # a port class by name ("package.module:Class"): tests' lowering-only builds
+            from runtime import names
+
+            port = names.resolve(config.compiler)(rules, calibration)
+        else:
+            port = self._stack.enter_context(open_port(config.compiler, rules, calibration, config.compiler_address,
+                                                       log=lambda _: None))
         if config.check_cache and not config.compiler_address:  # a remote service's version is not ours to key
             from agent.executors.verify_cache import CachedPort, CheckCache
 
@@ -154,23 +161,12 @@ def measure(evaluator, binding, job):
     return assess.measure(evaluator, compiled, kernel, job["ir_hash"], binding, job["label"], assess.Outcome("failed"))
 
 
-def _files(directory):
-    out = {}
-    for dirpath, _, filenames in os.walk(directory):
-        for name in filenames:
-            path = os.path.join(dirpath, name)
-            with open(path, "rb") as f:
-                out[os.path.relpath(path, directory)] = f.read()
-    return out
-
-
-def _knowledge_digest(layers):
+def _knowledge_digest(files):
     import hashlib
 
     digest = hashlib.sha256()
-    for layer in sorted(layers):
-        for rel in sorted(layers[layer] or {}):
-            digest.update(("%s/%s" % (layer, rel)).encode() + b"\0" + layers[layer][rel])
+    for rel in sorted(files):
+        digest.update(rel.encode() + b"\0" + files[rel])
     return digest.hexdigest()
 
 
