@@ -105,6 +105,7 @@ class Evolver:
             self.events.emit("generation", generation=self.store.meta("generation"), proposed=made,
                              evaluations=self.evaluations())
         self.store.set_meta("elapsed_s", self.elapsed_s())
+        self.progress.update(self.snapshot())  # the last state, for the display's closing line
         return why
 
     def _insert_seed(self):
@@ -175,7 +176,8 @@ class Evolver:
         self.events.emit("outcome", id=row["id"], status=out.status, fitness_s=out.fitness_s,
                          predicted_s=out.prediction["predicted_s"] if out.prediction else None,
                          failures=[f["signature"] for f in out.failures], device_s=out.device_s or None)
-        self.progress.update(self.snapshot(row, out))
+        if self.progress.due():
+            self.progress.update(self.snapshot(row, out))
         return ids
 
     def _repairs(self, row, kernel, errors):

@@ -15,11 +15,17 @@ def default_workers():
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
 
+# A candidate sent to be measured is away for its compile and its measurement: nvcc takes ~4.6 s for a
+# KMeans kernel (this 2-core machine), an evaluation ~0.5 s on the H200 (runtime_cheats_h200.jsonl), so
+# about ten measurements' worth of time.
+CHAIN_PER_MEASURE = 10
+
+
 def default_window(task, mode, cpu_workers, gpus):
-    """Generations in flight beyond the one being decided: enough to keep every measurement worker (or, without
-    a GPU, every CPU worker) busy, given how many candidates a generation measures (or checks)."""
+    """Generations in flight beyond the one being decided: enough to keep every measurement worker busy while
+    candidates are compiled (or, without a GPU, every CPU worker), given what a generation measures (or checks)."""
     if mode == "measure" and gpus:
-        return max(1, math.ceil(gpus / task.measure_top))
+        return max(1, math.ceil(gpus * CHAIN_PER_MEASURE / task.measure_top))
     return max(1, math.ceil(cpu_workers / task.batch))
 
 

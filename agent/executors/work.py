@@ -10,8 +10,7 @@ answers cached across runs, verify_cache.py) and the task.
 
 Jobs (dicts in, dicts out, all picklable):
 - propose: the first tactic of `order` that applies to the parent, resuming a walk
-  (agent/authors/search.applicable) at a random state; with `check` (the repair seed's
-  prefix), the child is checked in the same job (it almost always becomes a candidate).
+  (agent/authors/search.applicable) at a random state.
 - check: verify + analyze (assess.check), and for a rejected candidate every repair
   child its diagnostics call for (the driver keeps the first ones it has not seen).
 - compile: assess.build, with the repair children of a build error.
@@ -109,10 +108,7 @@ class Context:
         rng = random.Random()
         rng.setstate(job["rng"])
         for pos, name, child in applicable(self.tactics, job["order"], subject, self.task.fixed, rng):
-            out = {"pos": pos, "tactic": name, "child": candidate(child.kernel, child.genome), "rng": rng.getstate()}
-            if job.get("check"):
-                out["check"] = self.check(dict(out["child"], depth=0, repair_seed=job["check"] + out["child"]["ir_hash"]))
-            return out
+            return {"pos": pos, "tactic": name, "child": candidate(child.kernel, child.genome), "rng": rng.getstate()}
         return {"pos": None}
 
     def check(self, job):
