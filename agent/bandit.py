@@ -44,12 +44,15 @@ class Bandit:
         n, total = self.stats.get(name, (0, 0.0))
         return total / (n + PSEUDO)
 
-    def probabilities(self, names):
-        """name -> probability of choosing it among `names`."""
+    def score(self, name):
+        return math.log(self.priors.get(name, 1.0)) + self.mean(name) / self.temperature
+
+    def probabilities(self, names, scores=None):
+        """name -> probability of choosing it among `names` (`scores`: their scores, when already known)."""
         names = list(names)
         if not names:
             return {}
-        scores = [math.log(self.priors.get(n, 1.0)) + self.mean(n) / self.temperature for n in names]
+        scores = [self.score(n) for n in names] if scores is None else [scores[n] for n in names]
         top = max(scores)
         weights = [math.exp(s - top) for s in scores]
         total = sum(weights)
@@ -59,8 +62,9 @@ class Bandit:
     def order(self, names, rng):
         """`names` in the order to try them: drawn one by one without replacement by probability."""
         left, out = list(names), []
+        scores = {n: self.score(n) for n in left}  # once: they do not change while drawing
         while left:
-            probs = self.probabilities(left)
+            probs = self.probabilities(left, scores)
             pick, acc, x = left[-1], 0.0, rng.random()
             for n in left:
                 acc += probs[n]

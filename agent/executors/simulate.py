@@ -5,7 +5,7 @@ runs against a SimulatedExecutor whose workers answer at once with synthetic
 candidates and outcomes, but on a virtual clock: every job occupies a slot of its
 pool (16 CPU workers per GPU, as on the H200 hosts we rent; one measurement slot per
 GPU) for a latency drawn from measured ones, and the driver's own time between polls
-(really spent, measured with perf_counter) advances the clock too. So the throughput
+(really spent: its CPU time, as other work shares this machine) advances the clock too. So the throughput
 it reports is what the driver allows: near GPUs x 60 / mean measurement latency while
 the driver keeps up, flat once the driver is busy all the time.
 
@@ -72,7 +72,7 @@ class SimulatedExecutor(Executor):
         self._free = {"cpu": self.cpu_slots, "gpu": self.gpu_slots}
         self._queued = {"cpu": collections.deque(), "gpu": collections.deque()}
         self._done = []  # heap of (virtual finish time, ticket, pool, result)
-        self._mark = time.perf_counter()
+        self._mark = time.process_time()
         self.busy_s = {"cpu": 0.0, "gpu": 0.0}
         self.measured_at = []  # virtual times measurements finished
 
@@ -94,7 +94,7 @@ class SimulatedExecutor(Executor):
                 heapq.heappush(self._done, (self.now + latency, ticket, pool, self._answer(kind, payload, latency)))
 
     def _receive(self, timeout):
-        spent = time.perf_counter() - self._mark  # the driver's work since it last polled
+        spent = time.process_time() - self._mark  # the driver's work (CPU time: the machine is shared) since its last poll
         self.now += spent
         self.driver_s += spent
         out = []
@@ -107,7 +107,7 @@ class SimulatedExecutor(Executor):
                 self.measured_at.append(finish)
             out.append((ticket, result))
         self._start()
-        self._mark = time.perf_counter()
+        self._mark = time.process_time()
         return out
 
     # -- synthetic work ------------------------------------------------------------------------
@@ -154,17 +154,18 @@ def _timed_store(store, spent):
         method = getattr(store, name)
 
         def timed(*a, _method=method, **k):
-            t = time.perf_counter()
+            t = time.process_time()
             try:
                 return _method(*a, **k)
             finally:
-                spent["store"] += time.perf_counter() - t
+                spent["store"] += time.process_time() - t
         setattr(store, name, timed)
 
 
 def simulate(gpus, evaluations, latencies, directory):
-    task = __import__("agent.testing", fromlist=["small_task"]).small_task(
-        evaluations=evaluations, wall_s=0.0, stale_generations=0)
+    from agent import task as task_mod
+
+    task = task_mod.task(task_mod.DEFAULT_TASK).with_budget(evaluations=evaluations, wall_s=0.0, stale_generations=0)
     tactics, _ = load_tactics(knowledge.PACKAGE_DIR)
     store = Store(os.path.join(directory, "agent.db"))
     store.start_run("sim", task.to_json(), {"mode_line": "simulated"}, loop.MEASURE, 0)
