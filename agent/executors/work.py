@@ -39,7 +39,7 @@ class WorkerConfig:
     """What every worker of a run needs, as plain data (it travels to processes and cluster nodes)."""
 
     task: dict  # Task.to_json()
-    knowledge: dict  # path relative to the knowledge directory -> bytes
+    knowledge: dict  # {"base": files, "learned": files or None}: path relative to each directory -> bytes
     compiler: str = "in-process"  # the workers' port: "in-process", "grpc" (a service each) or "module:Class"
     compiler_address: str = None  # one compiler service every worker uses instead
     seed: int = 0
@@ -47,15 +47,13 @@ class WorkerConfig:
     check_cache: bool = True
 
     @staticmethod
-    def snapshot(directory):
-        """The knowledge directory's files, to rebuild it wherever a worker runs."""
-        out = {}
-        for dirpath, _, filenames in os.walk(directory):
-            for name in filenames:
-                path = os.path.join(dirpath, name)
-                with open(path, "rb") as f:
-                    out[os.path.relpath(path, directory)] = f.read()
-        return out
+    def snapshot(source):
+        """The knowledge's files (its reviewed base and learned layer), to rebuild it wherever a worker runs."""
+        from agent.learn import knowledge
+
+        kb = knowledge.of(source)
+        learned = kb.learned if kb.learned and os.path.isdir(kb.learned) else None
+        return {"base": _files(kb.base), "learned": _files(learned) if learned else None}
 
 
 class Context:
@@ -71,16 +69,24 @@ class Context:
         self.config = config
         self.task = task_mod.Task.from_json(config.task)
         self.family = seeds.family(self.task.family)
+        from agent.learn import knowledge
+
         self._dir = tempfile.mkdtemp(prefix="cake-knowledge-")
-        for rel, data in config.knowledge.items():
-            path = os.path.join(self._dir, rel)
-            os.makedirs(os.path.dirname(path), exist_ok=True)
-            with open(path, "wb") as f:
-                f.write(data)
-        self.tactics, _ = load_tactics(self._dir)
-        self.repairs = RepairMap.load(self._dir)
+        layers = {}
+        for layer, files in config.knowledge.items():
+            if files is None:
+                continue
+            layers[layer] = os.path.join(self._dir, layer)
+            for rel, data in files.items():
+                path = os.path.join(layers[layer], rel)
+                os.makedirs(os.path.dirname(path), exist_ok=True)
+                with open(path, "wb") as f:
+                    f.write(data)
+        kb = knowledge.Knowledge(layers["base"], layers.get("learned"))
+        self.tactics, _ = load_tactics(kb)
+        self.repairs = RepairMap.load(kb)
         self._stack = contextlib.ExitStack()
-        rules, calibration = outer.load_rules(self._dir), calibrate.current(self._dir)
+        rules, calibration = outer.load_rules(kb), calibrate.current(kb)
         if ":" in config.compiler:  # a port class by name ("package.module:Class"): tests' lowering-only builds
             from runtime import names
 
@@ -157,12 +163,23 @@ def measure(evaluator, binding, job):
     return assess.measure(evaluator, compiled, kernel, job["ir_hash"], binding, job["label"], assess.Outcome("failed"))
 
 
-def _knowledge_digest(files):
+def _files(directory):
+    out = {}
+    for dirpath, _, filenames in os.walk(directory):
+        for name in filenames:
+            path = os.path.join(dirpath, name)
+            with open(path, "rb") as f:
+                out[os.path.relpath(path, directory)] = f.read()
+    return out
+
+
+def _knowledge_digest(layers):
     import hashlib
 
     digest = hashlib.sha256()
-    for rel in sorted(files):
-        digest.update(rel.encode() + b"\0" + files[rel])
+    for layer in sorted(layers):
+        for rel in sorted(layers[layer] or {}):
+            digest.update(("%s/%s" % (layer, rel)).encode() + b"\0" + layers[layer][rel])
     return digest.hexdigest()
 
 
