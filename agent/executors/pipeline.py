@@ -6,18 +6,21 @@ runs (work.py) while the driver, the only writer of the run store, decides. Up t
 being checked, compiled and measured, so every worker has work.
 
 Determinism. Jobs are pure functions of their inputs, and the driver commits their
-results in a fixed order, the order it created the entries for them (a reorder buffer):
-a draw, then the generation's attempts in turn, each candidate's check, a decision and
-the prunes it ordered. Every decision (which parents, which tactics, which candidates
-to measure, which repairs are new) is taken at a commit, from the store as those
-commits left it, so it cannot depend on which worker was faster. Compiling and
-measuring take long and would hold the buffer up, so a candidate chosen for
-measurement leaves it: its measurement is recorded when it arrives, and it becomes
+results in a fixed order (a reorder buffer of two lanes, each in the order its entries
+were made: draws and attempts in one, checks, decisions and prunes in the other;
+proposals may run up to `window` generations ahead of the oldest check). Every
+decision (which parents, which tactics, which candidates to measure, which repairs
+are new) is taken at a commit, from the store as those commits left it, so it cannot
+depend on which worker was faster. Work is started ahead where it will likely be
+needed (a child's check when it is proposed, a rejected candidate's repairs' checks,
+the compile of a round's best predicted), which changes only when results are ready.
+Compiling and measuring take long and would hold the buffer up, so a candidate chosen
+for measurement leaves it: its measurement is recorded when it arrives, and it becomes
 visible to decisions (parent pool, pruning bar, bandit credit; a build failure is
 recorded, and its repairs queued, only then) at the first draw or decision `window`
-draws after the one it was sent off under, which waits for it if it must. For a fixed seed, window and
-task, a run's candidates and outcomes are the same run after run (measured times
-are as reproducible as the GPU's timings).
+draws after the one it was sent off under, which waits for it if it must. For a
+fixed seed, window and task, a run's candidates and outcomes are the same run after
+run (measured times are as reproducible as the GPU's timings).
 
 Where it differs from the serial loop (agent/loop.py):
 - delayed updates: a generation is drawn from the results committed when its draw
@@ -32,6 +35,7 @@ done and measured), but each generation's own jobs still run in parallel.
 
 import collections
 import random
+import time
 
 from cake.ir.v1 import ir_pb2
 
@@ -534,8 +538,6 @@ class Pipeline(loop.Evolver):
         if out.status == "analyzed":
             r.analyzed.append(row["id"])
         if self.settings.throttle_s:
-            import time
-
             time.sleep(self.settings.throttle_s)
         return None
 

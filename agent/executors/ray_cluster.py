@@ -20,6 +20,7 @@ import logging
 import os
 import sys
 import tempfile
+import time
 
 from agent.executors import work
 from agent.executors.base import Executor, Failed
@@ -151,8 +152,6 @@ class RayExecutor(Executor):
         waiting = list(self._refs) + list(self._pings)
         if not waiting:
             if timeout:
-                import time
-
                 time.sleep(min(timeout, 0.05))
             return []
         ready, _ = ray.wait(waiting, num_returns=1, timeout=timeout)
@@ -188,8 +187,6 @@ class RayExecutor(Executor):
         try:
             ray.get(ref)
         except Exception:  # noqa: BLE001  (still restarting, or its node is gone: Ray brings it up elsewhere)
-            import time
-
             time.sleep(0.2)
             self._pings[self._actors[pool][i].ping.remote()] = (pool, i)
 

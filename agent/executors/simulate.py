@@ -162,7 +162,14 @@ def _timed_store(store, spent):
         setattr(store, name, timed)
 
 
-def simulate(gpus, evaluations, latencies, directory):
+class _EveryCommit(PlainProgress):
+    """A display that wants a snapshot at every commit: the driver as it was before snapshots were rationed."""
+
+    def due(self):
+        return True
+
+
+def simulate(gpus, evaluations, latencies, directory, snapshot_every_commit=False):
     from agent import task as task_mod
 
     task = task_mod.task(task_mod.DEFAULT_TASK).with_budget(evaluations=evaluations, wall_s=0.0, stale_generations=0)
@@ -178,7 +185,8 @@ def simulate(gpus, evaluations, latencies, directory):
     window = default_window(task, loop.MEASURE, executor.cpu_slots, gpus)
     evolver = Pipeline(task, store, EventLog(os.path.join(directory, "events.jsonl")), None, None, tactics,
                        RepairMap.load(knowledge.PACKAGE_DIR), bandit, [SearchAuthor(tactics, bandit, task.fixed)],
-                       PlainProgress(io.StringIO()), loop.Settings(mode=loop.MEASURE, seed=0),
+                       (_EveryCommit if snapshot_every_commit else PlainProgress)(io.StringIO()),
+                       loop.Settings(mode=loop.MEASURE, seed=0),
                        executor=executor, window=window)
     real = time.perf_counter()
     why = evolver.run()
@@ -239,6 +247,8 @@ def main(argv=None):
     p.add_argument("--measure-latencies", action="store_true", help="time check and propose jobs here first")
     p.add_argument("--out", help="write the results (JSON) here")
     p.add_argument("--label", default="", help="what this run is (e.g. before/after a fix)")
+    p.add_argument("--snapshot-every-commit", action="store_true",
+                   help="build a progress snapshot at every commit (the driver before snapshots were rationed)")
     args = p.parse_args(argv)
     latencies = dict(LATENCIES)
     if args.measure_latencies:
@@ -246,7 +256,7 @@ def main(argv=None):
     results = []
     for gpus in args.gpus:
         with tempfile.TemporaryDirectory() as d:
-            r = simulate(gpus, max(40, gpus * args.evaluations_per_gpu), latencies, d)
+            r = simulate(gpus, max(40, gpus * args.evaluations_per_gpu), latencies, d, args.snapshot_every_commit)
         print(json.dumps(r), flush=True)
         results.append(r)
     doc = {"label": args.label, "latencies_s": latencies, "cpu_per_gpu": CPU_PER_GPU, "results": results}
