@@ -32,6 +32,7 @@ from agent.authors.search import SearchAuthor
 from agent.bandit import Bandit
 from agent.compiler_port import PortError, open_port
 from agent.events import EventLog
+from agent.executors import launch
 from agent.learn import calibrate, outer
 from agent.measure import device
 from agent.repair import RepairMap
@@ -78,6 +79,7 @@ def parse_args(argv):
     p.add_argument("--no-learn", action="store_true", help="skip the outer loop after the run")
     p.add_argument("--learn-only", action="store_true", help="only run the outer loop over existing runs")
     p.add_argument("--plain", action="store_true", help="plain progress lines even on a terminal")
+    launch.add_flags(p)
     p.add_argument("--fake-measure", action="store_true", help=argparse.SUPPRESS)  # tests: GPU path on CPU
     p.add_argument("--throttle", type=float, default=0.0, help=argparse.SUPPRESS)  # tests: slow the loop down
     args = p.parse_args(argv)
@@ -115,6 +117,13 @@ def _mode(args, task):
         raise Refused("--gpu on, but there is no GPU to measure %s kernels on: %s (without --gpu on the run "
                       "evolves on the cost model)" % (task.target, gpu.description))
     return loop.COST_MODEL, "no GPU: evolving on the cost model for %s (%s)" % (task.target, gpu.description)
+
+
+def gpu_count(mode, task, args):
+    """GPUs to measure on: every visible one of the task's kind (a run without a GPU: none)."""
+    if mode != loop.MEASURE or args.fake_measure or args.executor == "serial":
+        return 0
+    return device.probe(task.target).count
 
 
 def _llm_authors(args, task, log):
@@ -271,9 +280,16 @@ def _evolve(args, where, kb, plan, store, port, tactics, tactics_version, llm):
                 for name, (median, detail) in evaluator.peers().items():
                     store.set_peer(name, median, detail)
                 store.set_meta("peers_timed", True)
-            evolver = loop.Evolver(task, store, events, port, evaluator, tactics, RepairMap.load(kb), bandit,
-                                   authors, display, settings)
-            why = evolver.run()
+            evolver_args = (task, store, events, port, evaluator, tactics, RepairMap.load(kb), bandit, authors,
+                            display, settings)
+            if args.executor == "serial":
+                evolver = loop.Evolver(*evolver_args)
+                why = evolver.run()
+            else:
+                if evaluator is not None:
+                    evaluator.close()  # the measurement workers own the GPUs from here
+                evolver, why = launch.run(args, evolver_args, kb, run_dir, gpu_count(mode, task, args),
+                                          display.message)
         finally:
             if evaluator is not None:
                 evaluator.close()

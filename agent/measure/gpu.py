@@ -29,13 +29,14 @@ def centroid_tile(kernel):
 
 
 class GpuEvaluator:
-    def __init__(self, task, family, results_path, time_limit_s=240.0, timing=None):
+    def __init__(self, task, family, results_path, time_limit_s=240.0, timing=None, env=None):
         from runtime import evaluate as runtime_evaluate
 
         self.task, self.family = task, family
         self.time_limit_s = time_limit_s
         self.timing = dict(timing or TIMING)
-        self.pool = runtime_evaluate.pool(results_path)
+        # env pins the workers to one device (CUDA_VISIBLE_DEVICES) when there are several.
+        self.pool = runtime_evaluate.pool(results_path, env=env)
 
     def _run(self, task, payload, ir_hash, label):
         from runtime.pool import Job
@@ -51,12 +52,12 @@ class GpuEvaluator:
         device_s = record["elapsed_s"]
         if not record["ok"]:
             f = record["failure"]
-            return Measured(False, device_s=device_s, kind=f["kind"], message=f["message"])
+            return Measured(False, device_s=device_s, kind=f["kind"], message=f["message"], record=record)
         r = record["result"]
         if not r["passed"]:
-            return Measured(False, device_s=device_s, kind=r["kind"], message=r["message"])
+            return Measured(False, device_s=device_s, kind=r["kind"], message=r["message"], record=record)
         return Measured(True, r["median_ms"] * 1e-3, r["p10_ms"] * 1e-3, r["p90_ms"] * 1e-3, device_s,
-                        detail={"check": r["check"], "environment": r["environment"]})
+                        detail={"check": r["check"], "environment": r["environment"]}, record=record)
 
     def peers(self):
         """name -> (median seconds or None, detail) for each peer, timed once at the task's shape."""
