@@ -138,7 +138,7 @@ class Evolver:
         self.events.emit("assess", id=row["id"], stage="check")
         kernel = self.kernel(row)
         shapes = self.family.analysis_shapes(self.task.shapes, _params(row))
-        out = assess.check(self.port, kernel, row["ir_hash"], shapes, self.task.device)
+        out = assess.check(self.port, kernel, row["ir_hash"], shapes, self.task.device, task=self.task)
         rewards, children = [], []
         if out.status == "invalid":
             if row["tactic"] != "seed":
