@@ -1,4 +1,4 @@
-"""Assessing one candidate: verify and predict (cheap, every candidate), compile and measure (chosen ones).
+"""Assessing one candidate: keep the contract, verify and predict (cheap, every candidate), compile and measure.
 
 Each step returns an Outcome: the candidate's next status, its fitness when it has
 one, and every diagnostic, prediction, measurement and failure to record. Failures
@@ -10,6 +10,7 @@ import dataclasses
 from cake.compiler.v1 import diagnostics_pb2
 from google.protobuf import json_format
 
+from agent import contract_gate
 from agent.learn.signatures import failure
 
 ERROR = diagnostics_pb2.SEVERITY_ERROR
@@ -37,8 +38,16 @@ def _first_error_failure(stage, kind, errors, ir_hash):
     return failure(stage, kind, d.id, d.message, ir_hash)
 
 
-def check(port, kernel, ir_hash, shapes, device):
-    """Verify, then predict: status `invalid` (with the errors) or `analyzed` (with a prediction)."""
+def check(port, kernel, ir_hash, shapes, device, task=None):
+    """Keep the task's contract, verify, then predict: status `invalid` (with the errors) or `analyzed` (with a
+    prediction). A candidate that breaks `task`'s kernel contract (agent/contract_gate.py) is invalid before
+    the compiler sees it, with the reasons."""
+    if task is not None:
+        reasons = contract_gate.breaks(task.kernel_contract, task, kernel)
+        if reasons:
+            d = contract_gate.diagnostic(reasons)
+            return Outcome("invalid", diagnostics=[("task", d)], errors=[d],
+                           failures=[failure("task", "contract", d.id, d.message, ir_hash)])
     diags = port.verify(kernel)
     out = Outcome("analyzed", diagnostics=[("verify", d) for d in diags])
     errors = _errors(diags)

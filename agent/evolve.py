@@ -238,8 +238,8 @@ def main(argv=None):
 def _run(args, where):
     """Check everything that can refuse the run, then record it and evolve."""
     kb = where.knowledge()
-    tactics, tactics_version = load_tactics(kb)
     plan = _plan(args, where)
+    tactics, tactics_version = load_tactics(kb, plan.task.family)
     llm = _llm_authors(args, plan.task, print)  # rich's live display shows prints above itself
     with open_port(args.compiler, outer.load_rules(kb), calibrate.current(kb), args.compiler_address,
                    log=print) as port:

@@ -141,7 +141,7 @@ class Evolver:
     def _check(self, row):
         self.events.emit("assess", id=row["id"], stage="check")
         kernel = self.kernel(row)
-        out = assess.check(self.port, kernel, row["ir_hash"], self.shapes(row), self.task.device)
+        out = assess.check(self.port, kernel, row["ir_hash"], self.shapes(row), self.task.device, task=self.task)
         self._checked(row, out, self._repairs(row, kernel, out.errors) if out.status == "invalid" else [])
         if self.settings.throttle_s:
             time.sleep(self.settings.throttle_s)

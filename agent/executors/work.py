@@ -119,7 +119,7 @@ class Context:
 
     def check(self, job):
         kernel = ir_pb2.Kernel.FromString(job["kernel"])
-        out = assess.check(self.port, kernel, job["ir_hash"], self._shapes(job), self.task.device)
+        out = assess.check(self.port, kernel, job["ir_hash"], self._shapes(job), self.task.device, task=self.task)
         return {"outcome": out, "repairs": self._repairs(job, kernel, out) if out.status == "invalid" else []}
 
     def compile(self, job):

@@ -15,8 +15,10 @@ import os
 import sys
 
 from compiler.ir.text import print_kernel
+from kernels.gemm.naive import gemm_naive
 from kernels.gemm.schedules import gemm_sm80, gemm_sm90a, gemm_sm100a
 from kernels.kda.schedules import chunk_fwd_sm90a
+from kernels.kmeans import naive as kmeans_naive
 from kernels.kmeans import schedules as kmeans
 from kernels.kmeans import tuned as kmeans_tuned
 from kernels.knn import schedules as knn
@@ -25,16 +27,19 @@ GOOD_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "good")
 
 # name -> builder of the default schedule; at least one tiled GEMM per target family,
 # one schedule of each of the three proving kernels, the tuned KMeans kernels the
-# API runs (kernels/kmeans/api.py: the assignment at its D = 128 parameters), and the
+# API runs (kernels/kmeans/api.py: the assignment at its D = 128 parameters), the
 # KNN kernels (kernels/knn: the tuned score kernel and the merge at k = 10, the small-Q,
-# sm_80 and sm_100a score kernels).
+# sm_80 and sm_100a score kernels), and the naive seeds the agent starts from
+# (kernels/*/naive.py: one warpgroup, plain loads, no ring).
 GOOD = {
     "gemm_sm80": gemm_sm80,
     "gemm_sm90a": gemm_sm90a,
     "gemm_sm100a": gemm_sm100a,
+    "gemm_naive": gemm_naive,
     "kmeans_assign_sm80": kmeans.assign_sm80,
     "kmeans_assign_sm90a": kmeans.assign_sm90a,
     "kmeans_assign_sm100a": kmeans.assign_sm100a,
+    "kmeans_assign_naive": kmeans_naive.assign_naive,
     "kmeans_update": kmeans.update,
     "kmeans_finalize": kmeans.finalize,
     "kmeans_assign_sm90a_tuned": kmeans_tuned.assign_sm90a_tuned,
