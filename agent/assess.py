@@ -1,4 +1,4 @@
-"""Assessing one candidate: verify and predict (cheap, every candidate), compile and measure (chosen ones).
+"""Assessing one candidate: keep the contract, verify and predict (cheap, every candidate), compile and measure.
 
 Each step returns an Outcome: the candidate's next status, its fitness when it has
 one, and every diagnostic, prediction, measurement and failure to record. Failures
@@ -10,6 +10,7 @@ import dataclasses
 from cake.compiler.v1 import diagnostics_pb2
 from google.protobuf import json_format
 
+from agent import contract_gate
 from agent.learn.signatures import failure
 
 ERROR = diagnostics_pb2.SEVERITY_ERROR
@@ -25,6 +26,7 @@ class Outcome:
     failures: list = dataclasses.field(default_factory=list)
     errors: list = dataclasses.field(default_factory=list)  # the error Diagnostics repair moves address
     device_s: float = 0.0  # GPU time the assessment cost
+    record: dict = None  # the measurement's worker-pool record (evaluations.jsonl), when a pool ran it
 
 
 def _errors(diags):
@@ -36,8 +38,16 @@ def _first_error_failure(stage, kind, errors, ir_hash):
     return failure(stage, kind, d.id, d.message, ir_hash)
 
 
-def check(port, kernel, ir_hash, shapes, device):
-    """Verify, then predict: status `invalid` (with the errors) or `analyzed` (with a prediction)."""
+def check(port, kernel, ir_hash, shapes, device, task=None):
+    """Keep the task's contract, verify, then predict: status `invalid` (with the errors) or `analyzed` (with a
+    prediction). A candidate that breaks `task`'s kernel contract (agent/contract_gate.py) is invalid before
+    the compiler sees it, with the reasons."""
+    if task is not None:
+        reasons = contract_gate.breaks(task.kernel_contract, task, kernel)
+        if reasons:
+            d = contract_gate.diagnostic(reasons)
+            return Outcome("invalid", diagnostics=[("task", d)], errors=[d],
+                           failures=[failure("task", "contract", d.id, d.message, ir_hash)])
     diags = port.verify(kernel)
     out = Outcome("analyzed", diagnostics=[("verify", d) for d in diags])
     errors = _errors(diags)
@@ -65,18 +75,23 @@ def check(port, kernel, ir_hash, shapes, device):
     return out
 
 
-def compile_and_measure(port, evaluator, kernel, ir_hash, binding, label):
-    """Compile (build errors: `failed`), then measure (`measured` with the median, or `failed`)."""
-    build = port.compile(kernel)
-    out = Outcome("failed", diagnostics=[("build", d) for d in build.diagnostics])
-    errors = _errors(build.diagnostics)
-    if build.compiled is None or errors:
+def build(port, kernel, ir_hash):
+    """Compile: (the compiled kernel or None, the Outcome so far: `failed` with any build error)."""
+    result = port.compile(kernel)
+    out = Outcome("failed", diagnostics=[("build", d) for d in result.diagnostics])
+    errors = _errors(result.diagnostics)
+    if result.compiled is None or errors:
         out.errors = errors
         out.failures = [_first_error_failure("build", "build", errors, ir_hash)] if errors else [
             failure("build", "build", "", "the build returned no kernel", ir_hash)]
-        return out
-    m = evaluator.measure(build.compiled, kernel, binding, label)
-    out.device_s = m.device_s
+        return None, out
+    return result.compiled, out
+
+
+def measure(evaluator, compiled, kernel, ir_hash, binding, label, out):
+    """Measure a built kernel: `out` becomes `measured` with the median, or stays `failed` with the reason."""
+    m = evaluator.measure(compiled, kernel, binding, label)
+    out.device_s, out.record = m.device_s, m.record
     if not m.passed:
         out.failures = [failure("runtime", m.kind, "", m.message, ir_hash)]
         return out
@@ -84,6 +99,12 @@ def compile_and_measure(port, evaluator, kernel, ir_hash, binding, label):
                        "detail": m.detail}
     out.status, out.fitness_s = "measured", m.median_s
     return out
+
+
+def compile_and_measure(port, evaluator, kernel, ir_hash, binding, label):
+    """Compile (build errors: `failed`), then measure (`measured` with the median, or `failed`)."""
+    compiled, out = build(port, kernel, ir_hash)
+    return out if compiled is None else measure(evaluator, compiled, kernel, ir_hash, binding, label, out)
 
 
 def build_for_report(port, kernel):

@@ -10,6 +10,7 @@ run's database (tactic_stats), so a resumed run continues with the same beliefs,
 and the outer loop turns them into new prior weights (agent/learn/weights.py).
 """
 
+import fractions
 import math
 
 PSEUDO = 2.0
@@ -33,6 +34,9 @@ class Bandit:
     def __init__(self, priors, stats=None, temperature=0.5, explore=0.1):
         self.priors = dict(priors)
         self.stats = {name: list(v) for name, v in (stats or {}).items()}
+        # Sums kept exactly, so beliefs do not depend on the order outcomes arrive in (the pipelined loop
+        # credits measurements later than the serial loop would, and must still decide the same way).
+        self._exact = {name: fractions.Fraction(v[1]) for name, v in self.stats.items()}
         self.temperature = temperature
         self.explore = explore
 
@@ -40,12 +44,15 @@ class Bandit:
         n, total = self.stats.get(name, (0, 0.0))
         return total / (n + PSEUDO)
 
-    def probabilities(self, names):
-        """name -> probability of choosing it among `names`."""
+    def score(self, name):
+        return math.log(self.priors.get(name, 1.0)) + self.mean(name) / self.temperature
+
+    def probabilities(self, names, scores=None):
+        """name -> probability of choosing it among `names` (`scores`: their scores, when already known)."""
         names = list(names)
         if not names:
             return {}
-        scores = [math.log(self.priors.get(n, 1.0)) + self.mean(n) / self.temperature for n in names]
+        scores = [self.score(n) for n in names] if scores is None else [scores[n] for n in names]
         top = max(scores)
         weights = [math.exp(s - top) for s in scores]
         total = sum(weights)
@@ -55,8 +62,9 @@ class Bandit:
     def order(self, names, rng):
         """`names` in the order to try them: drawn one by one without replacement by probability."""
         left, out = list(names), []
+        scores = {n: self.score(n) for n in left}  # once: they do not change while drawing
         while left:
-            probs = self.probabilities(left)
+            probs = self.probabilities(left, scores)
             pick, acc, x = left[-1], 0.0, rng.random()
             for n in left:
                 acc += probs[n]
@@ -68,5 +76,6 @@ class Bandit:
         return out
 
     def update(self, name, reward):
-        n, total = self.stats.get(name, (0, 0.0))
-        self.stats[name] = [n + 1, total + reward]
+        n, _ = self.stats.get(name, (0, 0.0))
+        total = self._exact[name] = self._exact.get(name, 0) + fractions.Fraction(reward)
+        self.stats[name] = [n + 1, float(total)]

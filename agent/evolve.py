@@ -32,6 +32,7 @@ from agent.authors.search import SearchAuthor
 from agent.bandit import Bandit
 from agent.compiler_port import PortError, open_port
 from agent.events import EventLog
+from agent.executors import launch
 from agent.learn import calibrate, outer
 from agent.measure import device
 from agent.repair import RepairMap
@@ -63,6 +64,10 @@ def parse_args(argv):
     p.add_argument("--in-process", dest="compiler", action="store_const", const="in-process",
                    help="call the compiler in-process (same as --compiler in-process)")
     p.add_argument("--compiler-address", help="a running compiler service (host:port) instead of a local one")
+    p.add_argument("--measure-address", help="measure on a remote GPU: a compiler service (host:port) started with "
+                                            "--measure, through its Measure RPC (token: $CAKE_TOKEN)")
+    p.add_argument("--measure-task", default="kmeans_assign",
+                   help="the remote service's task the candidates are measured as (default: %(default)s)")
     p.add_argument("--author", choices=("search", "llm", "mixed"), default="search",
                    help="who writes candidates: the tactic search, an LLM (env: OPENAI_BASE_URL, OPENAI_API_KEY,"
                         " CAKE_LLM_MODEL), or both in turn")
@@ -74,6 +79,7 @@ def parse_args(argv):
     p.add_argument("--no-learn", action="store_true", help="skip the outer loop after the run")
     p.add_argument("--learn-only", action="store_true", help="only run the outer loop over existing runs")
     p.add_argument("--plain", action="store_true", help="plain progress lines even on a terminal")
+    launch.add_flags(p)
     p.add_argument("--fake-measure", action="store_true", help=argparse.SUPPRESS)  # tests: GPU path on CPU
     p.add_argument("--throttle", type=float, default=0.0, help=argparse.SUPPRESS)  # tests: slow the loop down
     args = p.parse_args(argv)
@@ -100,6 +106,8 @@ def _mode(args, task):
     """(mode, the line saying so); Refused when --gpu on finds no GPU for the task."""
     if args.fake_measure:
         return loop.MEASURE, "fake GPU: measuring with the test evaluator"
+    if args.measure_address:
+        return loop.MEASURE, "remote GPU: measuring through the compiler service at %s" % args.measure_address
     if args.gpu == "off":
         return loop.COST_MODEL, "no GPU (--gpu off): evolving on the cost model for %s" % task.target
     gpu = device.probe(task.target)
@@ -109,6 +117,13 @@ def _mode(args, task):
         raise Refused("--gpu on, but there is no GPU to measure %s kernels on: %s (without --gpu on the run "
                       "evolves on the cost model)" % (task.target, gpu.description))
     return loop.COST_MODEL, "no GPU: evolving on the cost model for %s (%s)" % (task.target, gpu.description)
+
+
+def gpu_count(mode, task, args):
+    """GPUs to measure on: every visible one of the task's kind (a run without a GPU: none)."""
+    if mode != loop.MEASURE or args.fake_measure or args.executor == "serial":
+        return 0
+    return device.probe(task.target).count
 
 
 def _llm_authors(args, task, log):
@@ -135,6 +150,15 @@ def _evaluator(args, mode, task, run_dir):
         from agent.measure.fake import FakeEvaluator
 
         return FakeEvaluator(task.shapes, task.device)
+    if args.measure_address:
+        from agent.measure.remote import RemoteEvaluator
+        from compiler.service.client import CompilerClient
+
+        client = CompilerClient(args.measure_address, timeout=60.0, token=os.environ.get("CAKE_TOKEN") or None)
+        try:
+            return RemoteEvaluator(client, args.measure_task, task.shapes, task.check_shapes)
+        except Exception as e:  # noqa: BLE001  (unreachable, not measuring, unknown task: refuse to start, say why)
+            raise SystemExit("--measure-address %s: %s" % (args.measure_address, e)) from None
     from agent.measure.gpu import GpuEvaluator
 
     return GpuEvaluator(task, family, os.path.join(run_dir, "evaluations.jsonl"))
@@ -214,8 +238,8 @@ def main(argv=None):
 def _run(args, where):
     """Check everything that can refuse the run, then record it and evolve."""
     kb = where.knowledge()
-    tactics, tactics_version = load_tactics(kb)
     plan = _plan(args, where)
+    tactics, tactics_version = load_tactics(kb, plan.task.family)
     llm = _llm_authors(args, plan.task, print)  # rich's live display shows prints above itself
     with open_port(args.compiler, outer.learned_rules(kb)["rules"], calibrate.current_data(kb), args.compiler_address,
                    log=print) as port:
@@ -256,9 +280,16 @@ def _evolve(args, where, kb, plan, store, port, tactics, tactics_version, llm):
                 for name, (median, detail) in evaluator.peers().items():
                     store.set_peer(name, median, detail)
                 store.set_meta("peers_timed", True)
-            evolver = loop.Evolver(task, store, events, port, evaluator, tactics, RepairMap.load(kb), bandit,
-                                   authors, display, settings)
-            why = evolver.run()
+            evolver_args = (task, store, events, port, evaluator, tactics, RepairMap.load(kb), bandit, authors,
+                            display, settings)
+            if args.executor == "serial":
+                evolver = loop.Evolver(*evolver_args)
+                why = evolver.run()
+            else:
+                if evaluator is not None:
+                    evaluator.close()  # the measurement workers own the GPUs from here
+                evolver, why = launch.run(args, evolver_args, kb, run_dir, gpu_count(mode, task, args),
+                                          display.message)
         finally:
             if evaluator is not None:
                 evaluator.close()

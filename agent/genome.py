@@ -1,9 +1,11 @@
 """Genomes: a candidate as a seed family's params plus the IR rewrites applied on top.
 
 A genome is data ({"family", "params", "rewrites"}) and `materialize` turns it into a
-kernel: build the family at its params, then apply each rewrite in a fixed order
-(structural rewrites first, register budgets last, as they depend on the block's
-threads). Rewrites are keyed by name and target ("swizzle:sCols"), so a tactic that
+kernel: build the family at its params, then apply each rewrite (a transformation of
+agent/transforms) in a fixed order: the structural path first (retarget, loads into a
+TMA ring, the producer split off, wgmma, block shapes), the epilogue and release
+protocol, occupancy, persistence, ring depths (after the rings persistence makes),
+instruction choices, register budgets last, as they depend on the block's threads. Rewrites are keyed by name and target ("swizzle:sCols"), so a tactic that
 revisits one replaces its earlier choice and equal genomes print equally. Candidates
 an LLM wrote have no genome; tactics then rewrite their IR directly.
 """
@@ -11,12 +13,13 @@ an LLM wrote have no genome; tactics then rewrite their IR directly.
 import dataclasses
 import json
 
-from agent import rewrites, seeds
+from agent import seeds, transforms
 
 # Rewrites that decide the same thing: adding one drops the others (the latest choice wins).
 CONFLICTS = {"registers": ("rebalance_registers",), "rebalance_registers": ("registers",)}
-ORDER = ("defer_lane_reduction", "split_reduction", "elect_release", "min_blocks", "persistent", "swizzle", "instr_n",
-         "unroll", "registers", "rebalance_registers")
+ORDER = ("retarget", "loads_to_tma", "split_producer", "mma_to_wgmma", "tile_shape", "defer_lane_reduction",
+         "split_reduction", "elect_release", "min_blocks", "persistent", "ring_depth", "swizzle", "instr_n", "unroll",
+         "registers", "rebalance_registers")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -62,8 +65,8 @@ def _rank(key):
 
 
 def materialize(genome, fixed):
-    """The kernel a genome describes; rewrites.NotApplicable when one of its rewrites no longer applies."""
+    """The kernel a genome describes; NotApplicable when one of its rewrites no longer applies."""
     kernel = seeds.family(genome.family).build(genome.params, fixed)
     for key in sorted(genome.rewrites, key=_rank):
-        kernel = rewrites.apply(kernel, rewrite_name(key), genome.rewrites[key])
+        kernel = transforms.apply(kernel, rewrite_name(key), genome.rewrites[key])
     return kernel

@@ -10,6 +10,8 @@ import pytest
 from agent.learn import knowledge
 from agent.testing import knowledge_store
 
+BASE = knowledge.read(knowledge.PACKAGE_DIR, knowledge.TACTICS)["version"]  # the checkout's tactics.json
+
 
 def _lines(path):
     with open(path) as f:
@@ -28,19 +30,19 @@ def test_an_accepted_change_is_layered_over_the_base_and_leaves_it_alone(tmp_pat
     before = open(os.path.join(kb.base, knowledge.TACTICS)).read()
     version = kb.accept(knowledge.TACTICS, {"fields": {"tactics": {"persistent": {"weight": 2.0}}},
                                             "append": {"learned_from": ["run-a"]}}, "weights from 1 run")
-    assert version == 2
+    assert version == BASE + 1
     doc = kb.load(knowledge.TACTICS)
     assert {t["name"]: t["weight"] for t in doc["tactics"]}["persistent"] == 2.0 and doc["learned_from"] == ["run-a"]
-    assert doc["changelog"][-1]["version"] == 2 and doc["changelog"][-1]["summary"] == "weights from 1 run"
+    assert doc["changelog"][-1]["version"] == BASE + 1 and doc["changelog"][-1]["summary"] == "weights from 1 run"
     assert open(os.path.join(kb.base, knowledge.TACTICS)).read() == before
-    assert knowledge.Knowledge(kb.base).load(knowledge.TACTICS)["version"] == 1  # the base alone
+    assert knowledge.Knowledge(kb.base).load(knowledge.TACTICS)["version"] == BASE  # the base alone
 
 
 def test_promotion_is_the_minimal_diff_and_happens_once(tmp_path):
     kb = knowledge_store(tmp_path)
     path = os.path.join(kb.base, knowledge.TACTICS)
     before = _lines(path)
-    kb.accept(knowledge.TACTICS, {"fields": {"tactics": {"persistent": {"weight": 2.0}, "stages_up": {"weight": 0.5}}},
+    kb.accept(knowledge.TACTICS, {"fields": {"tactics": {"persistent": {"weight": 2.0}, "split_producer": {"weight": 0.5}}},
                                   "append": {"learned_from": ["run-a"]}}, "weights from 1 run")
     seen = kb.load(knowledge.TACTICS)
     [entry] = kb.promote()
@@ -74,7 +76,7 @@ def test_a_base_that_already_holds_a_change_skips_it(tmp_path):
     other = knowledge.Knowledge(str(tmp_path / "other"), kb.learned)  # another checkout, promoted there first
     os.makedirs(other.base)
     knowledge.write(other.base, knowledge.TACTICS, kb.load(knowledge.TACTICS))
-    assert other.pending() == [] and other.load(knowledge.TACTICS)["version"] == 2
+    assert other.pending() == [] and other.load(knowledge.TACTICS)["version"] == BASE + 1
     assert len(kb.pending()) == 1
 
 

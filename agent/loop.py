@@ -18,10 +18,9 @@ import random
 import time
 
 from agent import bandit as bandit_mod
-from agent import assess, seeds, tactics as tactics_mod
+from agent import assess, repair as repair_mod, seeds, tactics as tactics_mod
 from agent.authors.base import Context, Parent
 from agent.genome import Genome
-from agent.ir_edit import NotApplicable
 from compiler.ir.hashing import ir_hash
 from compiler.ir.text import parse_kernel, print_kernel
 
@@ -60,16 +59,20 @@ class Evolver:
     def device_s(self):
         return float(self.store.meta("device_s", 0.0))
 
-    def exhausted(self):
-        """Why the budget is spent, or None."""
+    def counted_evaluations(self):
+        """The evaluations the budget counts (the pipeline counts the measurements it has sent off too)."""
+        return self.evaluations()
+
+    def exhausted(self, clocks_only=False):
+        """Why the budget is spent, or None (`clocks_only`: only the wall-clock and device-time limits)."""
         b = self.task.budget
-        if b.evaluations and self.evaluations() >= b.evaluations:
+        if not clocks_only and b.evaluations and self.counted_evaluations() >= b.evaluations:
             return "%d evaluations" % b.evaluations
         if b.wall_s and self.elapsed_s() >= b.wall_s:
             return "%.0f s of search" % b.wall_s
         if b.device_s and self.settings.mode == MEASURE and self.device_s() >= b.device_s:
             return "%.0f s of device time" % b.device_s
-        if b.stale_generations and self.store.meta("stale", 0) >= b.stale_generations:
+        if not clocks_only and b.stale_generations and self.store.meta("stale", 0) >= b.stale_generations:
             return "no new candidates in %d generations" % b.stale_generations
         return None
 
@@ -102,6 +105,7 @@ class Evolver:
             self.events.emit("generation", generation=self.store.meta("generation"), proposed=made,
                              evaluations=self.evaluations())
         self.store.set_meta("elapsed_s", self.elapsed_s())
+        self.progress.update(self.snapshot())  # the last state, for the display's closing line
         return why
 
     def _insert_seed(self):
@@ -137,25 +141,34 @@ class Evolver:
     def _check(self, row):
         self.events.emit("assess", id=row["id"], stage="check")
         kernel = self.kernel(row)
-        shapes = self.family.analysis_shapes(self.task.shapes, _params(row))
-        out = assess.check(self.port, kernel, row["ir_hash"], shapes, self.task.device)
-        rewards, children = [], []
+        out = assess.check(self.port, kernel, row["ir_hash"], self.shapes(row), self.task.device, task=self.task)
+        self._checked(row, out, self._repairs(row, kernel, out.errors) if out.status == "invalid" else [])
+        if self.settings.throttle_s:
+            time.sleep(self.settings.throttle_s)
+
+    def shapes(self, row):
+        """The shapes a candidate is analyzed at (its family's view of the task's shapes)."""
+        return self.family.analysis_shapes(self.task.shapes, _params(row))
+
+    def _checked(self, row, out, children):
+        """Record a check's outcome (`children`: the repairs of a rejected candidate) and credit its tactic;
+        the ids of the children inserted."""
+        rewards = []
         if out.status == "invalid":
             if row["tactic"] != "seed":
                 rewards.append((row["tactic"], bandit_mod.INVALID))
-            children = self._repairs(row, kernel, out.errors)
         elif self.settings.mode == COST_MODEL:
             out.status, out.fitness_s = "evaluated", out.prediction["predicted_s"]
             if row["tactic"] != "seed":
                 rewards.append((row["tactic"], bandit_mod.improvement(self._reference(row), out.fitness_s)))
-        self._record(row, out, rewards, children)
-        if self.settings.throttle_s:
-            time.sleep(self.settings.throttle_s)
+        return self._record(row, out, rewards, children)
 
-    def _record(self, row, out, rewards, children=()):
+    def _record(self, row, out, rewards, children=(), credit=True):
+        """Record `out` for `row` with its tactic rewards and repair children (ids returned); `credit`: tell the
+        bandit now (the pipeline credits measurements later, at a fixed point of the run)."""
         ids = self.store.record(row["id"], out.status, out.fitness_s, out.diagnostics, out.prediction, out.measurement,
                                 out.failures, rewards, [c[:-1] for c in children], out.device_s)
-        for (tactic, value) in rewards:
+        for (tactic, value) in rewards if credit else ():
             self._reward(tactic, value)
         for cid, child in zip(ids, children):
             self._kernels[cid] = child[-1]
@@ -163,70 +176,84 @@ class Evolver:
         self.events.emit("outcome", id=row["id"], status=out.status, fitness_s=out.fitness_s,
                          predicted_s=out.prediction["predicted_s"] if out.prediction else None,
                          failures=[f["signature"] for f in out.failures], device_s=out.device_s or None)
-        self.progress.update(self.snapshot(row, out))
+        if self.progress.due():
+            self.progress.update(self.snapshot(row, out))
+        return ids
 
     def _repairs(self, row, kernel, errors):
         """Repair children of a rejected candidate: the tactics its diagnostics call for, applied to it."""
         if row["repair_depth"] >= self.settings.max_repair_depth:
             return []
         subject = tactics_mod.Subject(kernel, Genome.from_json(row["genome"]) if row["genome"] else None)
-        rng = random.Random("%d:repair:%d" % (self.settings.seed, row["id"]))
+        rng = random.Random(self.repair_seed(row["ir_hash"]))
         out, seen = [], set()
-        for name in self.repairs.tactics(errors):
-            tactic = self.tactics.get(name)
-            if tactic is None:
-                continue
-            try:
-                child = tactics_mod.apply(tactic, subject, self.task.fixed, rng)
-            except NotApplicable:
-                continue
+        for name, child in repair_mod.children(self.repairs, self.tactics, subject, errors, self.task.fixed, rng):
             h = ir_hash(child.kernel)
             if h in seen or self.store.has_hash(h):
                 continue
             seen.add(h)
-            out.append((h, print_kernel(child.kernel), child.genome.to_json() if child.genome else None, row["id"],
-                        "repair:" + name, "repair", row["generation"], row["repair_depth"] + 1, child.kernel))
+            out.append(self.repair_child(row, h, print_kernel(child.kernel), child.genome, name, child.kernel))
             if len(out) >= self.settings.repairs_per_failure:
                 break
         return out
 
+    def repair_seed(self, h):
+        """The seed of a candidate's repair draws: its IR hash (known before it has an id, to a worker too)."""
+        return "%d:repair:%s" % (self.settings.seed, h)
+
+    @staticmethod
+    def repair_child(row, h, ir_text, genome, tactic, kernel):
+        """A repair child of `row` as Store.record inserts it (with its kernel last)."""
+        return (h, ir_text, genome.to_json() if genome else None, row["id"], "repair:" + tactic, "repair",
+                row["generation"], row["repair_depth"] + 1, kernel)
+
     def _decide(self):
         """Measure the best-predicted analyzed candidates (within the margin), prune the rest."""
-        analyzed = self.store.candidates("analyzed")
-        if not analyzed:
-            return None
-        preds = {r["id"]: self.store.prediction(r["id"])["predicted_s"] for r in analyzed}
-        best = self.store.ranked(limit=1)
-        bar = None
-        if best:
-            p = self.store.prediction(best[0]["id"])
-            bar = p["predicted_s"] * (1 + self.task.prune_margin) if p else None
-        measured = 0
-        for row in sorted(analyzed, key=lambda r: (preds[r["id"]], r["id"])):
-            seed = row["tactic"] == "seed"
-            if not seed and (measured >= self.task.measure_top or (bar is not None and preds[row["id"]] > bar)):
+        for row, measure in self.plan(self.store.candidates("analyzed"), self.store.ranked(limit=1)):
+            if not measure:
                 self._record(row, assess.Outcome("pruned"), [(row["tactic"], bandit_mod.PRUNED)])
                 continue
             why = self.exhausted()
             if why:
                 return why
             self._measure(row)
-            measured += 1
         return None
+
+    def plan(self, analyzed, best):
+        """(row, measure?) for analyzed candidates, best predicted first: the `measure_top` best within the
+        margin of the best measured one (`best`: [that row] or []) are measured (the seed always), the rest pruned."""
+        preds = {r["id"]: self.store.prediction(r["id"])["predicted_s"] for r in analyzed}
+        bar = None
+        if best:
+            p = self.store.prediction(best[0]["id"])
+            bar = p["predicted_s"] * (1 + self.task.prune_margin) if p else None
+        out, measured = [], 0
+        for row in sorted(analyzed, key=lambda r: (preds[r["id"]], r["id"])):
+            seed = row["tactic"] == "seed"
+            measure = seed or not (measured >= self.task.measure_top or (bar is not None and preds[row["id"]] > bar))
+            measured += measure
+            out.append((row, measure))
+        return out
 
     def _measure(self, row):
         self.events.emit("assess", id=row["id"], stage="measure")
         kernel = self.kernel(row)
         out = assess.compile_and_measure(self.port, self.evaluator, kernel, row["ir_hash"], self.family.binding,
                                          "candidate %d" % row["id"])
-        rewards, children = [], []
-        if row["tactic"] != "seed":
-            value = (bandit_mod.improvement(self._reference(row), out.fitness_s) if out.status == "measured"
-                     else bandit_mod.FAILED)
-            rewards.append((row["tactic"], value))
-        if out.status == "failed" and out.errors:
-            children = self._repairs(row, kernel, out.errors)
-        self._record(row, out, rewards, children)
+        self._measured(row, out, self._repairs(row, kernel, out.errors) if out.status == "failed" and out.errors
+                       else [])
+
+    def _measured(self, row, out, children):
+        """Record a compile-and-measure outcome (`children`: repairs of a build failure) and credit its tactic;
+        the ids of the children inserted."""
+        return self._record(row, out, self.measure_rewards(row, out), children)
+
+    def measure_rewards(self, row, out):
+        """The tactic's credit for a compile-and-measure outcome: [(tactic, reward)] (none for the seed)."""
+        if row["tactic"] == "seed":
+            return []
+        return [(row["tactic"], bandit_mod.improvement(self._reference(row), out.fitness_s) if out.status == "measured"
+                 else bandit_mod.FAILED)]
 
     # -- proposals ------------------------------------------------------------------------------
 

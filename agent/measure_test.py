@@ -57,7 +57,8 @@ def test_job_records_become_measurements_or_failures(tmp_path):
                                                    "check": "passed 15 cases", "environment": {"gpu": "H200"}}}
     m = _evaluator(tmp_path, ok).measure(_Compiled(), assign_sm90a(), "agent.measure.bindings:kmeans_assign", "c1")
     assert m == Measured(True, 0.05 * 1e-3, 0.049 * 1e-3, 0.052 * 1e-3, 2.5,
-                         detail={"check": "passed 15 cases", "environment": {"gpu": "H200"}})
+                         detail={"check": "passed 15 cases", "environment": {"gpu": "H200"}}, record=m.record)
+    assert m.record["elapsed_s"] == 2.5 and m.record["payload"]["timing"] == gpu.TIMING
     wrong = {"ok": True, "elapsed_s": 1.0, "result": {"passed": False, "kind": "unwritten_output", "message": "case 3"}}
     assert _evaluator(tmp_path, wrong).measure(_Compiled(), assign_sm90a(), "b", "c2").kind == "unwritten_output"
     hung = {"ok": False, "elapsed_s": 5.0, "failure": {"kind": "timeout", "message": "no answer", "ir_hash": "h"}}

@@ -18,7 +18,17 @@ are paid once per SM instead of once per block.
 
 from cake.ir.v1 import ir_pb2
 
-from agent.ir_edit import NotApplicable, binary, const, copy_kernel, sym, walk_ops
+from agent.ir_edit import (
+    NotApplicable,
+    binary,
+    const,
+    copy_kernel,
+    declared_names,
+    fresh_name,
+    sym,
+    walk_ops,
+    written_tiles,
+)
 from compiler.ir.paths import walk
 from compiler.ir.roles import role_threads
 
@@ -117,6 +127,9 @@ def persistent(kernel):
     taken = {op.loop.var for r in kernel.roles for _, _, op in walk_ops(r.body) if op.WhichOneof("kind") == "loop"}
     if {TILE, COUNTER} & taken:
         raise NotApplicable("loop variables %s are taken" % sorted({TILE, COUNTER} & taken))
+    if any(p.producer in p.consumers for p in kernel.pipelines):
+        # Its prefetch loop issues rounds of a loop it is not (agent/transforms/ring_form.py): split it first.
+        raise NotApplicable("a role fills a ring it reads itself")
     out = copy_kernel(kernel)
     x = _expr_copy(grid[0])
     total = _expr_copy(x) if len(grid) == 1 else binary(ir_pb2.BINARY_OP_MUL, _expr_copy(x), _expr_copy(grid[1]))
@@ -139,6 +152,8 @@ def persistent(kernel):
         role.body.add(loop=loop)
     for region, (bar, producer) in resident.items():
         _ring_of_one(out, region, bar, producer)
+    _per_tile_phases(out, {bar for bar, _ in resident.values()} | ring_barriers)
+    _tile_barriers(out, ring_regions | set(resident))
     out.launch.persistent = True
     out.launch.min_blocks_per_sm = max(1, out.launch.min_blocks_per_sm)
     del out.launch.grid[:]
@@ -178,6 +193,62 @@ def _ring_of_one(kernel, region, full, producer):
     kernel.pipelines.add(name=region + "_ring", stages=1, full=full, empty=empty, regions=[region], producer=producer,
                          consumers=[r.name for r in consumers])
     _init_beside(kernel, full, empty)
+
+
+def _signals(ops, barrier, in_loop=False):
+    """(op, inside a loop of the tile's work) for each op that arrives on, commits to or loads into `barrier`."""
+    for op in ops:
+        kind = op.WhichOneof("kind")
+        if kind == "loop":
+            yield from _signals(op.loop.body, barrier, True)
+        elif kind == "branch":
+            yield from _signals(op.branch.then_body, barrier, in_loop)
+            yield from _signals(op.branch.else_body, barrier, in_loop)
+        elif kind in ("mbarrier_arrive", "mbarrier_expect_tx", "mma_commit", "tma_load") and \
+                getattr(op, kind).barrier.barrier == barrier:
+            yield op, in_loop
+
+
+def _per_tile_phases(kernel, handled):
+    """A barrier completed once per tile and waited at a constant phase p waits at (it + p) % 2 in tile it."""
+    for role in kernel.roles:
+        tiles = role.body[-1].loop.body
+        for _, _, op in walk_ops(tiles):
+            if op.WhichOneof("kind") != "mbarrier_wait" or not op.mbarrier_wait.HasField("phase"):
+                continue
+            bar = op.mbarrier_wait.barrier.barrier
+            if bar in handled:
+                continue
+            phase = op.mbarrier_wait.phase
+            if phase.WhichOneof("kind") != "int":
+                raise NotApplicable("barrier %r is waited at a phase that a tile's work computes" % bar)
+            signals = [s for r in kernel.roles for s in _signals(r.body[-1].loop.body, bar)]
+            if not signals or any(in_loop for _, in_loop in signals):
+                raise NotApplicable("barrier %r does not complete exactly once per tile" % bar)
+            op.mbarrier_wait.phase.CopyFrom(binary(ir_pb2.BINARY_OP_MOD, binary(ir_pb2.BINARY_OP_ADD, sym(COUNTER),
+                                                                               const(phase.int)), const(2)))
+
+
+def _tile_barriers(kernel, rings):
+    """A role whose tile work writes shared or tensor memory outside the rings meets at a named barrier after it.
+
+    Its threads share that memory: without the barrier, a thread starting the next tile
+    could overwrite what another still reads of this one (a grid launch ends each block
+    instead). Rings need none: their slots are released and refilled by round.
+    """
+    spaces = {r.name: r.space for r in kernel.regions}
+    taken = declared_names(kernel)
+    for role in kernel.roles:
+        if role_threads(role) <= 32:
+            continue
+        tiles = role.body[-1].loop.body
+        if not any(spaces.get(t.region) in (ir_pb2.MEMORY_SPACE_SHARED, ir_pb2.MEMORY_SPACE_TENSOR)
+                   and t.region not in rings for _, _, op in walk_ops(tiles) for t in written_tiles(op)):
+            continue
+        name = fresh_name(taken, role.name + "_tile_done")
+        taken.add(name)
+        kernel.barriers.add(name=name, kind=ir_pb2.BARRIER_KIND_NAMED, count=1, arrivals=role_threads(role))
+        tiles.add(named_barrier_sync=ir_pb2.NamedBarrierSync(barrier=name))
 
 
 def _before_expect(ops, full, empty):

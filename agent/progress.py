@@ -1,13 +1,17 @@
 """The progress display: best so far, evaluations per minute, failures by class.
 
 On a terminal it is a rich live panel redrawn as candidates finish; otherwise (logs,
-CI, pipes) a plain line every few seconds. Both read the loop's snapshot dicts.
+CI, pipes) a plain line every few seconds. Both read the loop's snapshot dicts, which
+the loop builds only when `due()` says one would be shown: a snapshot reads the whole
+store, and building one per candidate is what first held the driver back at scale
+(agent/executors/simulate.py).
 """
 
 import sys
 import time
 
 PLAIN_EVERY_S = 5.0
+REFRESH_PER_S = 4
 
 
 def _us(seconds):
@@ -48,6 +52,10 @@ class PlainProgress:
     def message(self, text):
         print(text, file=self.out, flush=True)
 
+    def due(self):
+        """Whether a new snapshot would be shown now (the loop skips building ones nobody would see)."""
+        return time.monotonic() - self._last >= self.every_s
+
     def update(self, snapshot):
         self._snapshot = snapshot
         now = time.monotonic()
@@ -72,8 +80,16 @@ class RichProgress:
 
         self.console = Console()
         self.title = title
-        self.live = Live(console=self.console, refresh_per_second=4, transient=False)
+        self.live = Live(console=self.console, refresh_per_second=REFRESH_PER_S, transient=False)
         self.live.start()
+        self._last = 0.0
+
+    def due(self):
+        now = time.monotonic()
+        if now - self._last < 1.0 / REFRESH_PER_S:
+            return False
+        self._last = now
+        return True
 
     def message(self, text):
         self.live.console.print(text)

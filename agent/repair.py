@@ -7,6 +7,8 @@ Only error diagnostics ask for repair; the tactics come back in order, each once
 
 from cake.compiler.v1 import diagnostics_pb2
 
+from agent import tactics as tactics_mod
+from agent.ir_edit import NotApplicable
 from agent.learn import knowledge
 
 
@@ -32,3 +34,15 @@ class RepairMap:
                 names = [t for words, tactics in self.by_text if all(w in text for w in words) for t in tactics]
             out += [n for n in names if n not in out]
         return out
+
+
+def children(repairs, tactics, subject, errors, fixed, rng):
+    """(tactic name, child) for each repair tactic the errors call for that applies to `subject`, in order."""
+    for name in repairs.tactics(errors):
+        tactic = tactics.get(name)
+        if tactic is None:
+            continue
+        try:
+            yield name, tactics_mod.apply(tactic, subject, fixed, rng)
+        except NotApplicable:
+            continue

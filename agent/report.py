@@ -1,6 +1,8 @@
 """The run's report: report.md with PNG plots, the best IR, its generated CUDA, speedups and what was learned;
-and summary.json, the run's numbers in the shape benchmarks/results/ keeps for agent runs (task, device
-seconds, the seed's, best's and peers' times in ms, the best-so-far curve)."""
+summary.json, the run's numbers in the shape benchmarks/results/ keeps for agent runs (task, device
+seconds, the seed's, best's and peers' times in ms, the best-so-far curve); and the best kernel itself
+beside them, best.cake (its IR text) and best.cu (its generated CUDA), each headed by its lineage: every
+candidate from the seed to it, with the move that made it and its fitness."""
 
 import json
 import os
@@ -15,13 +17,45 @@ def _us(seconds):
     return "-" if seconds is None else "%.3f us" % (seconds * 1e6)
 
 
+def ancestry(store, row):
+    """The candidates from the seed to `row`, oldest first."""
+    rows = []
+    while row is not None:
+        rows.append(row)
+        row = store.candidate(row["parent_id"]) if row["parent_id"] is not None else None
+    return list(reversed(rows))
+
+
 def lineage(store, row):
     """The tactics from the seed to `row`, oldest first."""
-    steps = []
-    while row is not None:
-        steps.append(row["tactic"])
-        row = store.candidate(row["parent_id"]) if row["parent_id"] is not None else None
-    return list(reversed(steps))
+    return [r["tactic"] for r in ancestry(store, row)]
+
+
+BEST_FILES = {"cake": "best.cake", "cu": "best.cu"}
+
+
+def _lineage_lines(store, best, what):
+    out = ["best kernel of CAKE agent run %s (%s time %s)" % (store.run()["id"], what, _us(best["fitness_s"])),
+           "genome: %s" % (Genome.from_json(best["genome"]).describe() if best["genome"] else
+                           "none (IR written by %s)" % best["author"]),
+           "lineage (candidate, move, author, %s time):" % what]
+    out += ["  #%d %s (%s) %s" % (r["id"], r["tactic"], r["author"], _us(r["fitness_s"])) for r in ancestry(store, best)]
+    return out
+
+
+def write_best(run_dir, store, best, cuda, what):
+    """best.cake (the IR text) and, when it compiled, best.cu (its CUDA) in run_dir, each headed by its lineage;
+    the names written."""
+    header = _lineage_lines(store, best, what)
+    written = {}
+    with open(os.path.join(run_dir, BEST_FILES["cake"]), "w") as f:
+        f.write("".join("# %s\n" % line for line in header) + best["ir_text"])
+    written["cake"] = BEST_FILES["cake"]
+    if cuda:
+        with open(os.path.join(run_dir, BEST_FILES["cu"]), "w") as f:
+            f.write("".join("// %s\n" % line for line in header) + cuda)
+        written["cu"] = BEST_FILES["cu"]
+    return written
 
 
 def _evaluation_order(store):
@@ -33,8 +67,9 @@ def _ms(seconds):
     return None if seconds is None else round(seconds * 1e3, 6)
 
 
-def summary(store, task, mode_line, stop_reason):
-    """The run's numbers: what summary.json holds (times in ms; `fitness` says predicted or measured)."""
+def summary(store, task, mode_line, stop_reason, files=None):
+    """The run's numbers: what summary.json holds (times in ms; `fitness` says predicted or measured; `files`:
+    the best kernel's files beside it, as write_best returns them)."""
     run = store.run()
     seed, best = store.first(), (store.ranked(limit=1) or [None])[0]
     rows = store.db.execute(
@@ -52,8 +87,8 @@ def summary(store, task, mode_line, stop_reason):
         "candidates": store.count("candidates"), "evaluations": len(curve),
         "device_s": round(float(store.meta("device_s", 0.0)), 3), "search_s": round(store.meta("elapsed_s", 0.0), 3),
         "seed": {"candidate": seed["id"], "median_ms": _ms(seed["fitness_s"])} if seed else None,
-        "best": {"candidate": best["id"], "median_ms": _ms(best["fitness_s"]), "lineage": lineage(store, best)}
-        if best else None,
+        "best": {"candidate": best["id"], "median_ms": _ms(best["fitness_s"]), "lineage": lineage(store, best),
+                 "files": dict(files or {})} if best else None,
         "peers": {name: {"median_ms": _ms(p["median_s"]) if measured else None, "detail": json.loads(p["detail"])}
                   for name, p in sorted(store.peers().items())},
         "curve": curve,
@@ -135,12 +170,15 @@ def write(run_dir, store, task, mode_line, stop_reason, bandit, cuda=None, cuda_
                                                           p["knowledge_version"] or "-", json.loads(p["gate"]).get("why", "")))
     else:
         lines.append("No proposals this run.")
+    files = {}
     if best is not None:
-        lines += ["", "## Best IR", "", "```", best["ir_text"].rstrip(), "```"]
+        files = write_best(run_dir, store, best, cuda, what)
+        lines += ["", "## Best IR", "", "Beside this report: %s (with its lineage)." % " and ".join(
+            "`%s`" % files[k] for k in ("cake", "cu") if k in files), "", "```", best["ir_text"].rstrip(), "```"]
         lines += ["", "## Generated CUDA", ""]
         lines += ["```cuda", cuda.rstrip(), "```"] if cuda else [cuda_note or "Not compiled."]
     with open(os.path.join(run_dir, "summary.json"), "w") as f:
-        json.dump(summary(store, task, mode_line, stop_reason), f, indent=1, default=str)
+        json.dump(summary(store, task, mode_line, stop_reason, files), f, indent=1, default=str)
         f.write("\n")
     path = os.path.join(run_dir, "report.md")
     with open(path, "w") as f:

@@ -23,6 +23,26 @@ def test_a_measured_run_reports_plots_ir_cuda_and_peers(tmp_path):
     assert "## Tactics" in text and "Lineage: seed" in text
 
 
+def test_the_best_kernel_is_written_beside_the_report_with_its_lineage(tmp_path):
+    from compiler.ir.text import parse_kernel
+
+    evolver, why, store, _ = measured_run(tmp_path, evaluations=6)
+    best = store.ranked(limit=1)[0]
+    report.write(str(tmp_path), store, evolver.task, "fake GPU", why, evolver.bandit,
+                 cuda="__global__ void cake_k() {}")
+    cake = open(os.path.join(str(tmp_path), "best.cake")).read()
+    cu = open(os.path.join(str(tmp_path), "best.cu")).read()
+    steps = report.ancestry(store, best)
+    assert steps[0]["tactic"] == "seed" and steps[-1]["id"] == best["id"]
+    for text, mark in ((cake, "# "), (cu, "// ")):
+        assert "%slineage (candidate, move, author, measured time):" % mark in text
+        assert all("%s  #%d %s (" % (mark, r["id"], r["tactic"]) in text for r in steps)
+    assert parse_kernel(cake).kernel == parse_kernel(best["ir_text"]).kernel  # the header is comments
+    assert cu.endswith("__global__ void cake_k() {}")
+    s = json.load(open(os.path.join(str(tmp_path), "summary.json")))
+    assert s["best"]["files"] == {"cake": "best.cake", "cu": "best.cu"}
+
+
 def test_a_cost_model_run_says_what_was_not_measured(tmp_path):
     evolver, why, store, _ = measured_run(tmp_path, evaluations=2)
     store.db.execute("UPDATE runs SET mode = 'cost_model'")

@@ -1,10 +1,15 @@
 """Seed families: parameterized schedule builders the search starts from and moves within.
 
 A family is a builder in kernels/ plus the values each of its parameters may take
-(ordered, so a tactic can step up or down) and what the runtime needs to launch its
-kernels (the measurement binding). The KMeans seeds are the issue's yardstick: the
-search starts from the naive `assign_sm90a`; the hand-tuned `assign_sm90a_tuned` is a
-family too, but no task seeds from it unless asked (--seed-family).
+(ordered, so a tactic can step up or down: agent/tactics.for_family derives those
+moves from this space) and the kernel contract its kernels implement. Families are
+data: each contract file of the task registry (agent/tasks/contracts/) lists the
+families that implement it, and the registry holds how the runtime launches and
+checks their kernels. The tasks start
+from the naive seeds (kernels/*/naive.py: one warpgroup, plain loads, no ring) and
+reach everything else through IR transformations (agent/transforms); the richer
+families (the KMeans seed schedule, the hand-tuned one) stay available with
+--seed-family, the hand-tuned one as the answer, not a start.
 """
 
 import dataclasses
@@ -19,8 +24,7 @@ class Family:
     builder: str  # "package.module:function" taking the params as keyword arguments
     space: dict  # param -> ordered tuple of allowed values
     defaults: dict  # the seed's params (must lie in the space)
-    binding: str  # "package.module:function": the measurement binding (agent/measure/bindings.py)
-    contract: str  # "package.module:function": shapes -> runtime Contract (the oracle's and the timer's)
+    contract_key: str  # the kernel contract its kernels implement (agent/tasks/contracts/<key>.json)
     doc: str = ""
 
     def build(self, params, fixed):
@@ -45,31 +49,35 @@ class Family:
             return {**shapes, "KP": -(-shapes["K"] // block) * block}
         return dict(shapes)
 
+    @property
+    def binding(self):
+        """How the runtime launches this family's kernels: its contract's binding."""
+        from agent import task
 
-FAMILIES = {
-    f.name: f
-    for f in (
-        Family(
-            name="kmeans_assign_sm90a",
-            builder="kernels.kmeans.schedules:assign_sm90a",
-            space={"block_k": (64, 128, 256), "stages": (2, 3, 4, 5, 6), "consumers": (1, 2, 3, 4)},
-            defaults={"block_k": 128, "stages": 3, "consumers": 2},
-            binding="agent.measure.bindings:kmeans_assign",
-            contract="kernels.kmeans.contract:assign_contract",
-            doc="the naive seed: 64 x consumers resident points per block, centroid tiles through a TMA ring",
-        ),
-        Family(
-            name="kmeans_assign_sm90a_tuned",
-            builder="kernels.kmeans.tuned:assign_sm90a_tuned",
-            space={"block_k": (64, 128, 256), "stages": (2, 3, 4, 5, 6), "x_stages": (1, 2, 3),
-                   "consumers": (1, 2, 3, 4)},
-            defaults={"block_k": 128, "stages": 3, "x_stages": 2, "consumers": 4},
-            binding="agent.measure.bindings:kmeans_assign",
-            contract="kernels.kmeans.contract:assign_contract",
-            doc="the hand-tuned persistent schedule (not a default seed: it is the answer, not a start)",
-        ),
-    )
-}
+        return task.contract(self.contract_key).binding
+
+    @property
+    def contract(self):
+        """The runtime contract (oracle and timer) of this family's kernels, as "package.module:function"."""
+        from agent import task
+
+        return task.contract(self.contract_key).runtime
+
+
+def _families():
+    from agent import task
+
+    out = {}
+    for c in task.CONTRACTS.values():
+        for name, f in c.families.items():
+            if name in out:
+                raise task.RegistryError("%s: family %r is declared twice" % (c.path, name))
+            out[name] = Family(name=name, builder=f["builder"], space={k: tuple(v) for k, v in f["space"].items()},
+                               defaults=dict(f["defaults"]), contract_key=c.key, doc=f.get("doc", ""))
+    return out
+
+
+FAMILIES = _families()
 
 
 def family(name):

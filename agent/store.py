@@ -25,6 +25,7 @@ CREATE TABLE IF NOT EXISTS candidates (
   generation INTEGER NOT NULL, repair_depth INTEGER NOT NULL DEFAULT 0, status TEXT NOT NULL,
   fitness_s REAL, created_at REAL NOT NULL, finished_at REAL);
 CREATE INDEX IF NOT EXISTS candidates_status ON candidates(status);
+CREATE INDEX IF NOT EXISTS candidates_fitness ON candidates(fitness_s);
 CREATE TABLE IF NOT EXISTS diagnostics (
   id INTEGER PRIMARY KEY, candidate_id INTEGER NOT NULL REFERENCES candidates(id), stage TEXT NOT NULL,
   severity TEXT NOT NULL, diag_id TEXT NOT NULL, path TEXT NOT NULL, message TEXT NOT NULL, fix_hint TEXT NOT NULL);

@@ -1,10 +1,15 @@
-"""Tactics: the search's moves, kept as data in knowledge/tactics.json.
+"""Tactics: the search's moves: IR transformations kept as data in knowledge/tactics.json, parameter steps
+derived from the seed family's declared space.
 
-A tactic is `param` (step a seed family's parameter), `rewrite` (an IR rewrite from
-agent/rewrites.py with args) or `drop` (undo one earlier rewrite), with a prior
-weight. Args may name parts of the kernel by role instead of by name (@producer,
-@consumer, @ring, @resident, @main) and register budgets by delta; `apply` resolves
-them against the parent's kernel, so the child's genome records concrete values.
+A tactic is `param` (step a seed family's parameter), `rewrite` (a transformation of
+agent/transforms with args) or `drop` (undo one earlier rewrite), with a prior
+weight. Param tactics are not written by hand: `for_family` makes `<param>_up` and
+`<param>_down` for every parameter of the family's space (agent/seeds.py), weighted
+by tactics.json's `param_weights` (1.0 when it has none). Args may name parts of the
+kernel by what they do instead of by name (@producer, @consumer, @ring, @resident,
+@main, @grid0, @grid1, @loop_axis, @stream_ring, @resident_ring), register budgets by
+delta, tile sizes by scale and ring depths by stages_delta; `apply` resolves them
+against the parent's kernel, so the child's genome records concrete values.
 """
 
 import collections
@@ -14,8 +19,10 @@ import json
 from cake.ir.v1 import ir_pb2
 
 from agent import genome as genome_mod
-from agent import rewrites, seeds
+from agent import seeds, transforms
+from agent.ir_edit import NotApplicable, exprs_under, walk_ops
 from agent.learn import knowledge
+from agent.transforms import axes
 
 KINDS = ("param", "rewrite", "drop")
 
@@ -49,7 +56,7 @@ def from_data(data):
         weight = item.get("weight", 1.0)
         if not isinstance(weight, (int, float)) or not weight > 0:
             raise TacticError("tactic %s: weight must be positive" % name)
-        if kind == "rewrite" and item.get("rewrite") not in rewrites.REWRITES:
+        if kind == "rewrite" and item.get("rewrite") not in transforms.TRANSFORMS:
             raise TacticError("tactic %s: unknown rewrite %r" % (name, item.get("rewrite")))
         if kind == "param" and (not item.get("param") or not item.get("step")):
             raise TacticError("tactic %s: a param tactic needs param and a non-zero step" % name)
@@ -61,10 +68,27 @@ def from_data(data):
     return out
 
 
-def load(source):
-    """(tactics by name, the file's version) from tactics.json of `source` (a Knowledge or a directory)."""
+def for_family(family, weights=None):
+    """`<param>_up` and `<param>_down` for every parameter of `family`'s declared space (agent/seeds.Family)."""
+    weights = weights or {}
+    out = {}
+    for param, values in sorted(family.space.items()):
+        for suffix, step, way in (("up", 1, "to the next larger"), ("down", -1, "to the next smaller")):
+            name = "%s_%s" % (param, suffix)
+            out[name] = Tactic(name=name, kind="param", weight=float(weights.get(name, 1.0)), param=param, step=step,
+                               doc="%s %s value of %s" % (param, way, list(values)))
+    return out
+
+
+def load(source, family=None):
+    """(tactics by name, the file's version) from tactics.json of `source` (a Knowledge or a directory), with
+    the param tactics of `family` (a seed family name) when given."""
     data = knowledge.of(source).load(knowledge.TACTICS)
-    return from_data(data), data["version"]
+    out = from_data(data)
+    if family is not None:
+        for name, t in for_family(seeds.family(family), data.get("param_weights", {})).items():
+            out.setdefault(name, t)
+    return out, data["version"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -79,7 +103,7 @@ def _first_role(kernel, kinds):
     for role in kernel.roles:
         if role.kind in kinds:
             return role
-    raise rewrites.NotApplicable("no role of kind %s" % "/".join(ir_pb2.RoleKind.Name(k) for k in kinds))
+    raise NotApplicable("no role of kind %s" % "/".join(ir_pb2.RoleKind.Name(k) for k in kinds))
 
 
 def _swizzled(kernel, in_ring):
@@ -88,16 +112,66 @@ def _swizzled(kernel, in_ring):
         if (region.space == ir_pb2.MEMORY_SPACE_SHARED and region.swizzle != ir_pb2.SWIZZLE_NONE_UNSPECIFIED
                 and (region.name in ring) == in_ring):
             return region.name
-    raise rewrites.NotApplicable("no swizzled %s region" % ("ring" if in_ring else "resident"))
+    raise NotApplicable("no swizzled %s region" % ("ring" if in_ring else "resident"))
 
 
-def _main_loop(kernel):
+def _main_mma_loop(kernel):
     consumer = _first_role(kernel, (ir_pb2.ROLE_KIND_CONSUMER, ir_pb2.ROLE_KIND_COMPUTE))
-    for _, _, op in rewrites.walk_ops(consumer.body):
+    for _, _, op in walk_ops(consumer.body):
         if op.WhichOneof("kind") == "loop" and op.loop.kind == ir_pb2.LOOP_KIND_SERIAL_UNSPECIFIED and any(
-                inner.WhichOneof("kind") == "mma" for _, _, inner in rewrites.walk_ops(op.loop.body)):
-            return op.loop.var
-    raise rewrites.NotApplicable("no loop around an MMA")
+                inner.WhichOneof("kind") == "mma" for _, _, inner in walk_ops(op.loop.body)):
+            return op.loop
+    raise NotApplicable("no loop around an MMA")
+
+
+def _divided(expr):
+    """Symbols an expression divides by a constant, in order: the axes a grid or a tile loop walks in blocks."""
+    out = []
+    for e in exprs_under(expr):
+        b = e.binary if e.WhichOneof("kind") == "binary" else None
+        if b is not None and b.op in (ir_pb2.BINARY_OP_DIV, ir_pb2.BINARY_OP_CEIL_DIV) and \
+                b.lhs.WhichOneof("kind") == "sym" and b.rhs.WhichOneof("kind") == "int" and b.lhs.sym not in out:
+            out.append(b.lhs.sym)
+    return out
+
+
+def _grid_axis(i):
+    def select(kernel):
+        if kernel.launch.persistent:
+            loops = [op.loop for r in kernel.roles for _, _, op in walk_ops(r.body)
+                     if op.WhichOneof("kind") == "loop" and op.loop.kind == ir_pb2.LOOP_KIND_PERSISTENT]
+            walked = _divided(loops[0].end) if loops else []
+        else:
+            walked = [s for g in kernel.launch.grid for s in _divided(g)[:1]]
+        if len(walked) <= i:
+            raise NotApplicable("the launch walks %d axes in blocks" % len(walked))
+        return walked[i]
+    return select
+
+
+def _loop_axis(kernel):
+    walked = _divided(_main_mma_loop(kernel).end)
+    if not walked:
+        raise NotApplicable("the MMA loop's bound divides no symbol")
+    return walked[-1]
+
+
+def _stream_ring(kernel):
+    loop = _main_mma_loop(kernel)
+    waited = {op.mbarrier_wait.barrier.barrier for _, _, op in walk_ops(loop.body)
+              if op.WhichOneof("kind") == "mbarrier_wait"}
+    for p in kernel.pipelines:
+        if p.full in waited:
+            return p.name
+    raise NotApplicable("no ring feeds the MMA loop")
+
+
+def _resident_ring(kernel):
+    stream = _stream_ring(kernel)
+    for p in kernel.pipelines:
+        if p.name != stream:
+            return p.name
+    raise NotApplicable("no ring besides the streamed one")
 
 
 _SELECTORS = {
@@ -105,9 +179,14 @@ _SELECTORS = {
     "@consumer": lambda k: _first_role(k, (ir_pb2.ROLE_KIND_CONSUMER, ir_pb2.ROLE_KIND_COMPUTE)).name,
     "@ring": lambda k: _swizzled(k, True),
     "@resident": lambda k: _swizzled(k, False),
-    "@main": _main_loop,
+    "@main": lambda k: _main_mma_loop(k).var,
+    "@grid0": _grid_axis(0),
+    "@grid1": _grid_axis(1),
+    "@loop_axis": _loop_axis,
+    "@stream_ring": _stream_ring,
+    "@resident_ring": _resident_ring,
 }
-_TARGET_ARGS = ("role", "region", "var")
+_TARGET_ARGS = ("role", "region", "var", "pipeline", "symbol")
 
 
 def resolve_args(tactic, kernel):
@@ -116,32 +195,42 @@ def resolve_args(tactic, kernel):
     if "delta" in args:
         role = next((r for r in kernel.roles if r.name == args.get("role")), None)
         if role is None or not role.registers:
-            raise rewrites.NotApplicable("role %r has no register budget to move" % args.get("role"))
+            raise NotApplicable("role %r has no register budget to move" % args.get("role"))
         args["value"] = role.registers + args.pop("delta")
+    if "scale" in args:
+        size = axes.extent(kernel, args["symbol"]) * args.pop("scale")
+        if size != int(size):
+            raise NotApplicable("%s's block does not scale to a whole size" % args["symbol"])
+        args["size"] = int(size)
+    if "stages_delta" in args:
+        ring = next((p for p in kernel.pipelines if p.name == args.get("pipeline")), None)
+        if ring is None:
+            raise NotApplicable("no ring %r" % args.get("pipeline"))
+        args["stages"] = ring.stages + args.pop("stages_delta")
     target = next((args[k] for k in _TARGET_ARGS if k in args), None)
     return (tactic.rewrite if target is None else "%s:%s" % (tactic.rewrite, target)), args
 
 
 def apply(tactic, subject, fixed, rng):
-    """The child Subject of `tactic` on `subject`; rewrites.NotApplicable when the move does not exist."""
+    """The child Subject of `tactic` on `subject`; NotApplicable when the move does not exist."""
     g = subject.genome
     if tactic.kind == "param":
         if g is None:
-            raise rewrites.NotApplicable("no genome: the kernel was not built from a seed family")
+            raise NotApplicable("no genome: the kernel was not built from a seed family")
         params = seeds.family(g.family).step(g.params, tactic.param, tactic.step)
         if params is None:
-            raise rewrites.NotApplicable("%s cannot step %+d from %s" % (tactic.param, tactic.step, g.params))
+            raise NotApplicable("%s cannot step %+d from %s" % (tactic.param, tactic.step, g.params))
         child = g.with_params(params)
     elif tactic.kind == "drop":
         if g is None or not g.rewrites:
-            raise rewrites.NotApplicable("no rewrite to drop")
+            raise NotApplicable("no rewrite to drop")
         child = g.without_rewrite(rng.choice(sorted(g.rewrites)))
     else:
         key, args = resolve_args(tactic, subject.kernel)
         if g is None:
-            return Subject(rewrites.apply(subject.kernel, tactic.rewrite, args), None)
+            return Subject(transforms.apply(subject.kernel, tactic.rewrite, args), None)
         if g.rewrites.get(key) == args:
-            raise rewrites.NotApplicable("the genome has %s already" % key)
+            raise NotApplicable("the genome has %s already" % key)
         child = g.with_rewrite(key, args)
     return Subject(materialize(child, fixed), child)
 
@@ -161,15 +250,15 @@ def materialize(g, fixed):
     if hit is None:
         try:
             hit = genome_mod.materialize(g, fixed)
-        except rewrites.NotApplicable as e:
+        except NotApplicable as e:
             hit = e
         except (ValueError, AssertionError, KeyError) as e:
-            hit = rewrites.NotApplicable("the family does not build %s: %s" % (g.describe(), e))
+            hit = NotApplicable("the family does not build %s: %s" % (g.describe(), e))
         _MATERIALIZED[key] = hit
         if len(_MATERIALIZED) > CACHE_SIZE:
             _MATERIALIZED.popitem(last=False)
     else:
         _MATERIALIZED.move_to_end(key)
-    if isinstance(hit, rewrites.NotApplicable):
+    if isinstance(hit, NotApplicable):
         raise hit
     return hit

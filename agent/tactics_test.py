@@ -7,13 +7,13 @@ import pytest
 from agent import genome as genome_mod
 from agent import tactics
 from agent.learn import knowledge
-from agent.rewrites import NotApplicable
+from agent.ir_edit import NotApplicable
 from compiler.ir.text import parse_kernel, print_kernel
 from compiler.verify import has_errors, verify
 
 FIXED = {"d": 128, "dtype": "bf16"}
 SEED = genome_mod.Genome("kmeans_assign_sm90a", {"block_k": 128, "stages": 3, "consumers": 2}, {})
-TACTICS, VERSION = tactics.load(knowledge.PACKAGE_DIR)
+TACTICS, VERSION = tactics.load(knowledge.PACKAGE_DIR, SEED.family)
 
 
 def _subject(g=SEED):

@@ -64,10 +64,11 @@ def small_task(**budget):
     return t.with_budget(**dict({"evaluations": 20, "wall_s": 60.0}, **budget))
 
 
-def measured_run(tmp_path, fail_when=None, **budget):
-    """Run the loop in measure mode on CPU (lowering-only builds, FakeEvaluator); (evolver, why, store, evaluator)."""
+def measured_run(tmp_path, fail_when=None, authors=None, **budget):
+    """Run the loop in measure mode on CPU (lowering-only builds, FakeEvaluator); (evolver, why, store, evaluator).
+    `authors`: (tactics, bandit, fixed) -> the authors (default: the tactic search)."""
     task = small_task(**budget)
-    tactics, _ = load_tactics(knowledge.PACKAGE_DIR)
+    tactics, _ = load_tactics(knowledge.PACKAGE_DIR, task.family)
     os.makedirs(str(tmp_path), exist_ok=True)
     store = Store(str(tmp_path / "agent.db"))
     store.start_run("m", task.to_json(), {"mode_line": "fake"}, loop.MEASURE, 0)
@@ -75,6 +76,10 @@ def measured_run(tmp_path, fail_when=None, **budget):
     evaluator = FakeEvaluator(task.shapes, task.device, fail_when=fail_when)
     evolver = loop.Evolver(task, store, EventLog(str(tmp_path / "events.jsonl")), LoweringOnlyPort(), evaluator,
                            tactics, RepairMap.load(knowledge.PACKAGE_DIR), bandit,
-                           [SearchAuthor(tactics, bandit, task.fixed)], PlainProgress(io.StringIO()),
+                           (authors or _search)(tactics, bandit, task.fixed), PlainProgress(io.StringIO()),
                            loop.Settings(mode=loop.MEASURE, seed=0))
     return evolver, evolver.run(), store, evaluator
+
+
+def _search(tactics, bandit, fixed):
+    return [SearchAuthor(tactics, bandit, fixed)]

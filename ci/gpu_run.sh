@@ -9,7 +9,7 @@
 #   service  `python3 -m compiler.service.main --port 0` starts, answers ListTargets and ListPrimitives,
 #            and exits 0 on SIGTERM;
 #   tests    the GPU-tagged tests with plain pytest (REQUIRE_GPU=1: no GPU is a failure, not a skip);
-#   bench    kernels/gemm and kernels/kmeans benchmarks beside their peers (JSON in the results layout);
+#   bench    kernels/gemm, kernels/kmeans and kernels/knn benchmarks beside their peers (JSON in the results layout);
 #   agent    docs/agent.md's GPU command: `agent.evolve --task kmeans-assign-paper --gpu on --compiler grpc`
 #            for CAKE_AGENT_SECONDS (default 180) seconds of search, over a real local gRPC compiler server.
 #
@@ -18,7 +18,7 @@
 # steps run, joined by "_" (gpu_run_service_tests_agent_h200.log):
 #   gpu_run_STEPS_h200.log            everything every step printed, with each step's verdict
 #   gpu_run_STEPS_h200.json           the machine, the commit, each step's status and seconds
-#   gemm_h200.json, kmeans_h200.json, kmeans_dispatch_h200.json   the benchmarks
+#   gemm_h200.json, kmeans_h200.json, kmeans_dispatch_h200.json, knn_h200.json   the benchmarks
 #   agent_kmeans_assign_paper_h200.md, _h200.json, _h200_best_so_far.png   the agent's report, summary, plot
 #   gpu_run_STEPS_h200_files.tar.gz   the rest: the agent's run directory (database, event logs), the
 #                                     tests' JUnit XML, the service check's server log
@@ -83,7 +83,9 @@ PY
 
 step_tests() {
   local paths=("$@")
-  [ ${#paths[@]} -gt 0 ] || paths=(runtime kernels)
+  # The runtime's and the kernels' GPU tests, the installed wheel's (python/: the wheel in dist/, docs/package.md)
+  # and the Measure RPC's.
+  [ ${#paths[@]} -gt 0 ] || paths=(runtime kernels python compiler/service/measure_gpu_test.py)
   "$PY" -m pytest -p no:cacheprovider -m "gpu or sm_90a" -rA --junitxml="$WORK/files/gpu_tests.xml" "${paths[@]}"
 }
 
@@ -96,6 +98,8 @@ step_bench() {
   # Without a carried prebuilt store ($CAKE_PREBUILT; bazel build //kernels/kmeans:assign_prebuilt) it compiles ~120 kernels first.
   timeout 600 "$PY" -m kernels.kmeans.bench_dispatch --out-dir "$WORK/files/kmeans_dispatch" --deadline-s 540 --tune-s 120 \
     && cp "$WORK/files/kmeans_dispatch/kmeans_dispatch_h200.json" "$OUT/" || rc=1
+  # KNN beside flashlib's flash_knn and torch mm + topk (kernels/knn/bench.py).
+  timeout 1500 "$PY" -m kernels.knn.bench --timeout 700 --out "$OUT/knn_h200.json" || rc=1
   return $rc
 }
 

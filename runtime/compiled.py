@@ -59,12 +59,23 @@ class CompiledKernelRunner:
         self._cluster = tuple(self.md.cluster) or None
         self.kernel.set_dynamic_shared_memory(self.md.dynamic_shared_bytes)
 
-    def bind_shapes(self, tensors):
-        """Shape symbols' values, read off the tensors' shapes and checked for consistency."""
+    def bind_shapes(self, tensors, symbols=None):
+        """Shape symbols' values, read off the tensors' shapes and checked for consistency.
+
+        `symbols` gives the values of symbols no tensor's shape determines (e.g. how many
+        ranges a database is split into); a symbol both give must agree.
+        """
         env = {}
         params = {p.name: p for p in self.md.params}
+        known = {s.name for s in self.md.symbols}
+        for name, value in (symbols or {}).items():
+            if name not in known:
+                raise LaunchError("%r is not a symbol of this kernel (its symbols: %s)" % (name, ", ".join(sorted(known))))
+            env[name] = int(value)
         for s in self.md.symbols:
             if s.HasField("value"):
+                if s.name in env and env[s.name] != s.value:
+                    raise LaunchError("%s = %d, but the kernel is specialized to %d" % (s.name, env[s.name], s.value))
                 env[s.name] = s.value
         for name, p in params.items():
             if p.kind != ir_pb2.PARAM_KIND_TENSOR:
@@ -74,7 +85,7 @@ class CompiledKernelRunner:
                 raise LaunchError("missing tensor %r" % name)
             if t.dim() != len(p.shape):
                 raise LaunchError("%s must have %d dims, got shape %s" % (name, len(p.shape), tuple(t.shape)))
-            for d, (e, size) in enumerate(zip(p.shape, t.shape)):
+            for e, size in zip(p.shape, t.shape):
                 if e.WhichOneof("kind") == "sym" and e.sym not in env:
                     env[e.sym] = int(size)
         for name, p in params.items():
@@ -111,6 +122,8 @@ class CompiledKernelRunner:
         m = self._maps.get(k)
         if m is None:
             m = encode_tiled(tensor, list(arg.box), swizzle=SWIZZLE_NAMES[arg.swizzle])
+            if len(self._maps) > 256:  # callers that bring new tensors every call must not grow it forever
+                self._maps.clear()
             self._maps[k] = m
         return m.arg
 
@@ -142,14 +155,14 @@ class CompiledKernelRunner:
             return (sms * max(1, self.md.blocks_per_sm),)
         return tuple(max(1, evaluate(g, env)) for g in self.md.grid)
 
-    def __call__(self, scalars=None, stream=None, **tensors):
+    def __call__(self, scalars=None, stream=None, symbols=None, **tensors):
         # Checked calls are remembered by what the checks read (addresses, shapes, dtypes,
-        # scalars), so a repeated call costs one dictionary lookup before the launch.
+        # scalars, symbols), so a repeated call costs one dictionary lookup before the launch.
         key = (tuple((n, t.data_ptr(), tuple(t.shape), t.dtype, t.device) for n, t in sorted(tensors.items())),
-               tuple(sorted((scalars or {}).items())))
+               tuple(sorted((scalars or {}).items())), tuple(sorted((symbols or {}).items())))
         prepared = self._prepared.get(key)
         if prepared is None:
-            env = self.bind_shapes(tensors)
+            env = self.bind_shapes(tensors, symbols)
             self.check(tensors, env)
             prepared = (self.grid(env), self.args(tensors, scalars or {}, env))
             if len(self._prepared) > 256:

@@ -41,10 +41,11 @@ class WorkerStartError(RuntimeError):
     """A worker process could not be started (its initializer failed, or it never answered)."""
 
 
-def _worker_main(conn, initializer):
-    """The worker process: run the initializer, then jobs until told to stop."""
+def _worker_main(conn, initializer, env=None):
+    """The worker process: apply `env`, run the initializer, then jobs until told to stop."""
     # Ctrl-C reaches the whole process group: the parent decides what stops, and stops us itself.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    os.environ.update(env or {})  # before the initializer: CUDA_VISIBLE_DEVICES must precede CUDA's start
     try:
         if initializer:
             names.resolve(initializer)()
@@ -72,9 +73,10 @@ def _worker_main(conn, initializer):
 class _Worker:
     """One worker process and the parent's end of its pipe."""
 
-    def __init__(self, ctx, initializer, start_timeout_s):
+    def __init__(self, ctx, initializer, start_timeout_s, env=None):
         self.conn, child = ctx.Pipe()
-        self.proc = ctx.Process(target=_worker_main, args=(child, initializer), daemon=True, name="cake-eval-worker")
+        self.proc = ctx.Process(target=_worker_main, args=(child, initializer, env), daemon=True,
+                                name="cake-eval-worker")
         self.proc.start()
         child.close()  # the parent keeps only its end, so a dead worker reads as EOF
         self.jobs = 0
@@ -130,9 +132,10 @@ class WorkerPool:
     One job at a time: evaluations share one GPU, and concurrent ones would time each other.
     """
 
-    def __init__(self, results_path=None, initializer=None, start_timeout_s=300.0, max_jobs_per_worker=200):
+    def __init__(self, results_path=None, initializer=None, start_timeout_s=300.0, max_jobs_per_worker=200, env=None):
         self.results_path = results_path
         self.initializer = initializer  # "package.module:function" run once in each new worker
+        self.env = dict(env or {})  # set in each new worker before its initializer (e.g. CUDA_VISIBLE_DEVICES)
         self.start_timeout_s = start_timeout_s
         self.max_jobs_per_worker = max_jobs_per_worker  # bounds what a long-lived worker accumulates
         self._ctx = multiprocessing.get_context("spawn")
@@ -150,12 +153,18 @@ class WorkerPool:
             self._worker.stop()
             self._worker = None
 
+    def terminate(self):
+        """Kill the worker now, whatever it is doing (safe from another thread: a job in flight ends as a crash)."""
+        worker = self._worker
+        if worker is not None and worker.proc.is_alive():
+            worker.proc.kill()
+
     def _ready_worker(self):
         if self._worker is not None and not self._worker.alive():
             self._worker.kill()
             self._worker = None
         if self._worker is None:
-            self._worker = _Worker(self._ctx, self.initializer, self.start_timeout_s)
+            self._worker = _Worker(self._ctx, self.initializer, self.start_timeout_s, self.env)
             self.workers_started += 1
         return self._worker
 

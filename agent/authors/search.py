@@ -18,13 +18,24 @@ class SearchAuthor:
         self.fixed = fixed
 
     def propose(self, parent, ctx):
+        order = self.bandit.order(sorted(self.tactics), ctx.rng)
         subject = tactics_mod.Subject(parent.kernel, parent.genome)
-        for name in self.bandit.order(sorted(self.tactics), ctx.rng):
-            try:
-                child = tactics_mod.apply(self.tactics[name], subject, self.fixed, ctx.rng)
-            except NotApplicable:
-                continue
-            if not ctx.is_new(child.kernel):
-                continue
-            return [Proposal(child.kernel, child.genome, name, self.name)]
+        for _, name, child in applicable(self.tactics, order, subject, self.fixed, ctx.rng):
+            if ctx.is_new(child.kernel):
+                return [Proposal(child.kernel, child.genome, name, self.name)]
         return []
+
+
+def applicable(tactics, order, subject, fixed, rng):
+    """(position in `order`, tactic name, child) for each tactic of `order` that applies to `subject`, in turn.
+
+    The one walk of the tactic order: the serial author filters it in place, the
+    executors' workers return its first child and resume after it when that one
+    turns out known (agent/executors/work.py), with the same `rng` draws either way.
+    """
+    for pos, name in enumerate(order):
+        try:
+            child = tactics_mod.apply(tactics[name], subject, fixed, rng)
+        except NotApplicable:
+            continue
+        yield pos, name, child

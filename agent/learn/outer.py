@@ -140,7 +140,7 @@ def _weights_proposal(kb, stats, record, log):
     verdict = gate.gate_weights(changes, outcomes)
     version = None
     if verdict.accepted:
-        version = kb.accept(knowledge.TACTICS, weights.patch(changes, runs), "tactic weights from %d runs" % len(runs),
+        version = kb.accept(knowledge.TACTICS, weights.patch(changes, runs, doc), "tactic weights from %d runs" % len(runs),
                             evidence=verdict.details)
         log("updated %d tactic weights (tactics.json v%d, learned)" % (len(changes), version))
     record("weights", "weights|%d runs" % len(runs), {t: list(v) for t, v in changes.items()}, verdict, version)

@@ -24,11 +24,12 @@ def propose(tactics_doc, runs_stats):
             t[0] += n
             t[1] += total
     priors = {t["name"]: t["weight"] for t in tactics_doc["tactics"]}
+    derived = tactics_doc.get("param_weights", {})
     changes, outcomes = {}, {}
     for tactic, (n, total) in totals.items():
-        if tactic not in priors or n < gate.MIN_OUTCOMES:
+        if n < gate.MIN_OUTCOMES or not _tactic_name(tactic):
             continue
-        old = priors[tactic]
+        old = priors.get(tactic, derived.get(tactic, 1.0))
         factor = min(STEP, max(1 / STEP, math.exp(total / n)))
         new = round(min(gate.WEIGHT_BOUNDS[1], max(gate.WEIGHT_BOUNDS[0], old * factor)), 4)
         if abs(new - old) >= 0.1 * old:
@@ -37,8 +38,18 @@ def propose(tactics_doc, runs_stats):
     return changes, outcomes, sorted(fresh)
 
 
-def patch(changes, runs):
-    """The knowledge patch of tactics.json (learn/knowledge.apply_patch) setting the new weights and
-    recording the runs as used."""
-    return {"fields": {"tactics": {t: {"weight": new} for t, (_, new) in sorted(changes.items())}},
-            "append": {"learned_from": sorted(runs)}}
+def _tactic_name(name):
+    """Whether outcomes under `name` belong to a tactic (repairs, the LLM and seeds are credited under others)."""
+    return ":" not in name and name not in ("llm", "seed")
+
+
+def patch(changes, runs, tactics_doc):
+    """The knowledge patch of tactics.json (learn/knowledge.apply_patch) setting the new weights (listed tactics'
+    in the list, derived parameter tactics' in param_weights) and recording the runs as used."""
+    listed = {t["name"] for t in tactics_doc["tactics"]}
+    out = {"fields": {"tactics": {t: {"weight": new} for t, (_, new) in sorted(changes.items()) if t in listed}},
+           "append": {"learned_from": sorted(runs)}}
+    derived = {t: new for t, (_, new) in sorted(changes.items()) if t not in listed}
+    if derived:
+        out["update"] = {"param_weights": derived}
+    return out

@@ -29,7 +29,7 @@ a = driver.CUdevice_attribute
 _, major = driver.cuDeviceGetAttribute(a.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev)
 _, minor = driver.cuDeviceGetAttribute(a.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev)
 _, name = driver.cuDeviceGetName(64, dev)
-print(json.dumps({"name": name.split(b"\0")[0].decode(), "cc": [major, minor]}))
+print(json.dumps({"name": name.split(b"\0")[0].decode(), "cc": [major, minor], "count": count}))
 """
 
 TARGET_CC = {"sm_80": (8, 0), "sm_90a": (9, 0), "sm_100a": (10, 0)}
@@ -39,6 +39,7 @@ TARGET_CC = {"sm_80": (8, 0), "sm_90a": (9, 0), "sm_100a": (10, 0)}
 class Gpu:
     usable: bool
     description: str  # the device, or why there is none to use
+    count: int = 0  # visible devices (all of GPU 0's kind on the machines we measure on)
 
 
 def probe(target, timeout_s=60.0):
@@ -55,4 +56,6 @@ def probe(target, timeout_s=60.0):
     want = TARGET_CC.get(target)
     if want is not None and cc != want:
         return Gpu(False, "%s is compute capability %d.%d, not %s" % (info["name"], cc[0], cc[1], target))
-    return Gpu(True, "%s (compute capability %d.%d)" % (info["name"], cc[0], cc[1]))
+    count = int(info.get("count", 1))
+    return Gpu(True, "%s (compute capability %d.%d)%s" % (info["name"], cc[0], cc[1],
+                                                         " x%d" % count if count > 1 else ""), count)

@@ -2,8 +2,11 @@
 
 A candidate's "measured" time is its cost-model prediction times `scale`, and
 kernels matching `fail_when` (a predicate on the kernel) fail with `fail_kind`, each
-costing `device_s` seconds of pretend device time.
+costing `device_s` seconds of pretend device time (and `delay_s` real seconds).
 """
+
+import os
+import time
 
 from compiler import analysis
 
@@ -11,22 +14,27 @@ from agent.measure.result import Measured
 
 
 class FakeEvaluator:
-    def __init__(self, shapes, device, scale=1.3, fail_when=None, fail_kind="wrong_result", device_s=0.5):
+    def __init__(self, shapes, device, scale=1.3, fail_when=None, fail_kind="wrong_result", device_s=0.5, delay_s=0.0):
         self.shapes, self.device = shapes, device
         self.scale = scale
         self.fail_when = fail_when
         self.fail_kind = fail_kind
         self.device_s = device_s
+        self.delay_s = delay_s  # real seconds each measurement takes (tests that act while one is in flight)
         self.calls = 0
 
     def measure(self, compiled, kernel, binding, label):
         self.calls += 1
+        if self.delay_s:
+            time.sleep(self.delay_s)
         if self.fail_when is not None and self.fail_when(kernel):
             return Measured(False, device_s=self.device_s, kind=self.fail_kind,
                             message="case 0 (fake): labels disagree on 12.5% of points")
         predicted = analysis.analyze(kernel, self.shapes, self.device).predicted_seconds
         t = predicted * self.scale
-        return Measured(True, t, t * 0.98, t * 1.02, self.device_s, detail={"fake": True})
+        # The device it "ran" on: executors pin each measurement worker with CUDA_VISIBLE_DEVICES.
+        return Measured(True, t, t * 0.98, t * 1.02, self.device_s,
+                        detail={"fake": True, "device": os.environ.get("CUDA_VISIBLE_DEVICES", "")})
 
     def peers(self):
         return {}

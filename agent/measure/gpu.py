@@ -13,7 +13,6 @@ from agent.measure.result import Measured
 from agent.ir_edit import walk_ops
 
 TIMING = {"warmup": 5, "reps": 30, "flush_factor": 2.0, "input_sets": 2}
-PEERS = ("flashlib", "flash-kmeans")
 
 
 def centroid_tile(kernel):
@@ -29,13 +28,14 @@ def centroid_tile(kernel):
 
 
 class GpuEvaluator:
-    def __init__(self, task, family, results_path, time_limit_s=240.0, timing=None):
+    def __init__(self, task, family, results_path, time_limit_s=240.0, timing=None, env=None):
         from runtime import evaluate as runtime_evaluate
 
         self.task, self.family = task, family
         self.time_limit_s = time_limit_s
         self.timing = dict(timing or TIMING)
-        self.pool = runtime_evaluate.pool(results_path)
+        # env pins the workers to one device (CUDA_VISIBLE_DEVICES) when there are several.
+        self.pool = runtime_evaluate.pool(results_path, env=env)
 
     def _run(self, task, payload, ir_hash, label):
         from runtime.pool import Job
@@ -44,26 +44,27 @@ class GpuEvaluator:
                                  label=label))
 
     def measure(self, compiled, kernel, binding, label):
-        payload = {"compiled": compiled.SerializeToString(), "binding": binding, "contract": self.family.contract,
-                   "shapes": [self.task.shapes] + list(self.task.check_shapes), "timing": self.timing,
+        payload = {"compiled": compiled.SerializeToString(), "binding": binding,
+                   "contract": self.task.kernel_contract.runtime, "shapes": self.task.all_shapes, "timing": self.timing,
                    "centroid_tile": centroid_tile(kernel)}
         record = self._run("agent.measure.worker:evaluate", payload, compiled.ir_hash, label)
         device_s = record["elapsed_s"]
         if not record["ok"]:
             f = record["failure"]
-            return Measured(False, device_s=device_s, kind=f["kind"], message=f["message"])
+            return Measured(False, device_s=device_s, kind=f["kind"], message=f["message"], record=record)
         r = record["result"]
         if not r["passed"]:
-            return Measured(False, device_s=device_s, kind=r["kind"], message=r["message"])
+            return Measured(False, device_s=device_s, kind=r["kind"], message=r["message"], record=record)
         return Measured(True, r["median_ms"] * 1e-3, r["p10_ms"] * 1e-3, r["p90_ms"] * 1e-3, device_s,
-                        detail={"check": r["check"], "environment": r["environment"]})
+                        detail={"check": r["check"], "environment": r["environment"]}, record=record)
 
     def peers(self):
-        """name -> (median seconds or None, detail) for each peer, timed once at the task's shape."""
+        """name -> (median seconds or None, detail) for each of the task's peers, timed once at the task's shape."""
         out = {}
-        for name in PEERS:
-            payload = {"name": name, "contract": self.family.contract, "shapes": [self.task.shapes],
-                       "timing": self.timing}
+        for peer in self.task.kernel_contract.peers:
+            name = peer.name
+            payload = {"name": name, "from": peer.source, "contract": self.task.kernel_contract.runtime,
+                       "shapes": [self.task.shapes], "timing": self.timing}
             record = self._run("agent.measure.worker:time_peer", payload, "peer-" + name, "peer " + name)
             r = record["result"] if record["ok"] else {"available": False, "failure": record["failure"]}
             median = r.get("median_ms") * 1e-3 if r.get("passed") else None

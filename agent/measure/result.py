@@ -15,3 +15,4 @@ class Measured:
     kind: str = ""  # a runtime.failures kind when not passed
     message: str = ""
     detail: dict = dataclasses.field(default_factory=dict)
+    record: dict = None  # the worker pool's record of the evaluation, when a pool ran it (for evaluations.jsonl)

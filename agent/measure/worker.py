@@ -3,7 +3,8 @@
 `evaluate` loads a compiled candidate, checks it with the runtime's oracle on every
 shape of its contract (fresh inputs, poisoned outputs) and times it with the
 runtime's protocol (cold L2, CUDA events, verified timed outputs); `time_peer` times
-a peer implementation (flashlib, flash-kmeans) the same way. Both return JSON-able dicts.
+a peer implementation of the task's contract (flashlib, flash-kmeans, cuBLAS: its
+contract file names where each comes from) the same way. Both return JSON-able dicts.
 """
 
 from runtime import names
@@ -34,12 +35,10 @@ def evaluate(payload):
 
 
 def time_peer(payload):
-    from kernels.kmeans.bench import peers
-
     from runtime.check import check_kernel
     from runtime.timing import TimingConfig, time_kernel
 
-    launch = peers().get(payload["name"])
+    launch = names.resolve(payload["from"])().get(payload["name"])
     if launch is None:
         return {"available": False}
     contract = _contract(payload)

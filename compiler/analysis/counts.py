@@ -33,6 +33,7 @@ from cake.ir.v1 import ir_pb2
 from compiler.analysis import tiles
 from compiler.analysis.errors import AnalysisError, as_float, evaluate
 from compiler.ir import enums, scalars, shapes
+from compiler.ir import topk as topk_ir
 from compiler.ir import expr as ir_expr
 
 ENUMERATE = 64
@@ -214,6 +215,7 @@ class _Walker:
         if kind == "branch":
             return self.branch(op.branch, env, path + ".branch", role)
         handler = getattr(self, "_" + kind, None) if kind else None
+        self.env = env  # the binding, for ops sized by tensor dims (rescore)
         return handler(getattr(op, kind), role) if handler else {}
 
     def _tma_load(self, op, role):
@@ -324,9 +326,25 @@ class _Walker:
         return self._combine(op.src, op.values, op.scope, role, 3, 3)
 
     def _top_k(self, op, role):
-        # Most scores lose the comparison against the current k-th best (2 ops); merging
-        # lists across threads costs per kept entry and step.
-        return self._combine(op.src, op.values, op.scope, role, 2, 3)
+        if not topk_ir.is_merge(op):
+            # Most scores lose the comparison against the list's threshold (a compare and the
+            # vote's or): insertions are rare once the lists hold good entries.
+            return self._combine(op.src, op.values, ir_pb2.SCOPE_THREAD, role, 2, 0)
+        # A merge step is a bitonic merge: log2(P) + 1 compare-exchanges (4 ops) per entry.
+        _, n = self._tile(op.values, role)
+        p = 1 << max(0, int(op.k) - 1).bit_length()
+        per_step = 4.0 * (p.bit_length() + 1)
+        steps = {ir_pb2.SCOPE_LANES: 3, ir_pb2.SCOPE_WARP: 5}.get(op.scope, p.bit_length())
+        return {"fp32": n * per_step * steps}
+
+    def _rescore(self, op, role):
+        # Per entry: one database row of D features gathered and reduced (an fma per feature).
+        param = self.params.get(op.database.param)
+        _, n = self._tile(op.values, role)
+        if param is None or not param.shape:
+            return {}
+        d = as_float(evaluate(param.shape[-1], self.env, "%s.shape" % param.name), param.name)
+        return {"fp32": 2.0 * n * d, "read:" + param.name: self._global_bytes(param.name, n * d)}
 
     def _scan(self, op, role):
         _, n = self._tile(op.src, role)

@@ -14,6 +14,7 @@ from cake.ir.v1 import ir_pb2
 from compiler.ir import fragments, roles
 from compiler.ir.dtypes import DTYPE_BYTES
 
+
 def dtype_bytes(dtype):
     return DTYPE_BYTES.get(dtype, 0)
 

@@ -15,29 +15,40 @@ import os
 import sys
 
 from compiler.ir.text import print_kernel
+from kernels.gemm.naive import gemm_naive
 from kernels.gemm.schedules import gemm_sm80, gemm_sm90a, gemm_sm100a
 from kernels.kda.schedules import chunk_fwd_sm90a
+from kernels.kmeans import naive as kmeans_naive
 from kernels.kmeans import schedules as kmeans
 from kernels.kmeans import tuned as kmeans_tuned
-from kernels.knn.schedules import topk_sm90a
+from kernels.knn import schedules as knn
 
 GOOD_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "good")
 
 # name -> builder of the default schedule; at least one tiled GEMM per target family,
-# one schedule of each of the three proving kernels, and the tuned KMeans kernels the
-# API runs (kernels/kmeans/api.py: the assignment at its D = 128 parameters).
+# one schedule of each of the three proving kernels, the tuned KMeans kernels the
+# API runs (kernels/kmeans/api.py: the assignment at its D = 128 parameters), the
+# KNN kernels (kernels/knn: the tuned score kernel and the merge at k = 10, the small-Q,
+# sm_80 and sm_100a score kernels), and the naive seeds the agent starts from
+# (kernels/*/naive.py: one warpgroup, plain loads, no ring).
 GOOD = {
     "gemm_sm80": gemm_sm80,
     "gemm_sm90a": gemm_sm90a,
     "gemm_sm100a": gemm_sm100a,
+    "gemm_naive": gemm_naive,
     "kmeans_assign_sm80": kmeans.assign_sm80,
     "kmeans_assign_sm90a": kmeans.assign_sm90a,
     "kmeans_assign_sm100a": kmeans.assign_sm100a,
+    "kmeans_assign_naive": kmeans_naive.assign_naive,
     "kmeans_update": kmeans.update,
     "kmeans_finalize": kmeans.finalize,
     "kmeans_assign_sm90a_tuned": kmeans_tuned.assign_sm90a_tuned,
     "kmeans_update_sorted": kmeans_tuned.update_sorted,
-    "knn_topk_sm90a": topk_sm90a,
+    "knn_rows_sm90a": knn.rows_sm90a,
+    "knn_cols_sm90a": knn.cols_sm90a,
+    "knn_merge": knn.merge,
+    "knn_rows_sm80": knn.rows_sm80,
+    "knn_rows_sm100a": knn.rows_sm100a,
     "kda_chunk_fwd_sm90a": chunk_fwd_sm90a,
 }
 

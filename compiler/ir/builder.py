@@ -276,16 +276,45 @@ class _Body:
             )
         )
 
-    def top_k(self, src, axis, k, index_base, values, indices, scope, largest=False):
+    def top_k(self, src, axis, k, index_base, values, indices, scope="thread", largest=False, src_indices=None,
+              index_limit=None, exclude_base=None, vote=False):
+        """Insert the candidates of score tile `src` into each thread's running top-k lists."""
+        op = ir_pb2.TopK(
+            src=src,
+            axis=axis,
+            k=k,
+            largest=largest,
+            index_base=as_expr(index_base),
+            values=values,
+            indices=indices,
+            scope=_enum(ir_pb2.Scope, scope),
+            vote=vote,
+        )
+        if src_indices is not None:
+            op.src_indices.CopyFrom(src_indices)
+        if index_limit is not None:
+            op.index_limit.CopyFrom(as_expr(index_limit))
+        if exclude_base is not None:
+            op.exclude_base.CopyFrom(as_expr(exclude_base))
+        self._add(top_k=op)
+
+    def top_k_merge(self, values, indices, k, scope, largest=False):
+        """Merge the lists the threads of `scope` hold (scope "thread": re-sort each thread's own)."""
         self._add(
             top_k=ir_pb2.TopK(
-                src=src,
-                axis=axis,
-                k=k,
-                largest=largest,
-                index_base=as_expr(index_base),
+                src=values, k=k, largest=largest, values=values, indices=indices, scope=_enum(ir_pb2.Scope, scope)
+            )
+        )
+
+    def rescore(self, values, indices, query, database, metric, scope="warp"):
+        """Recompute list scores exactly from the query row and the database rows they index."""
+        self._add(
+            rescore=ir_pb2.Rescore(
                 values=values,
                 indices=indices,
+                query=query,
+                database=database,
+                metric=_enum(ir_pb2.RescoreMetric, metric),
                 scope=_enum(ir_pb2.Scope, scope),
             )
         )

@@ -5,6 +5,7 @@ registers, and the build blames spills on the role they overflow.
 
 - WGMMA_ACC [64, N]: a warpgroup's 128 threads share the tile, N / 2 each.
 - WGMMA_ROWS [64] or [64, k]: each thread's quad holds two of the 64 rows, 2 k each.
+- WGMMA_COLS [N] or [N, k]: the columns of a [64, N] accumulator, N / 4 k each.
 - MMA_ACC, MMA_A, MMA_B [r, c]: a warp's 32 threads share the tile, r c / 32 each
   (A and B are packed operands: two 16-bit values to a register).
 - MMA_ROWS [16 i] or [16 i, k]: two rows per 16-row block, 2 i k each.
@@ -33,6 +34,7 @@ UNIT_THREADS = {
     L.FRAGMENT_LAYOUT_PER_THREAD: 1,
     L.FRAGMENT_LAYOUT_WGMMA_ACC: 128,
     L.FRAGMENT_LAYOUT_WGMMA_ROWS: 128,
+    L.FRAGMENT_LAYOUT_WGMMA_COLS: 128,
     L.FRAGMENT_LAYOUT_MMA_ACC: 32,
     L.FRAGMENT_LAYOUT_MMA_ROWS: 32,
     L.FRAGMENT_LAYOUT_MMA_A: 32,
@@ -51,6 +53,8 @@ def values_per_thread(region):
         return math.prod(s) // UNIT_THREADS[layout]
     if layout == L.FRAGMENT_LAYOUT_WGMMA_ROWS:
         return 2 * rest
+    if layout == L.FRAGMENT_LAYOUT_WGMMA_COLS:
+        return s[0] // 4 * rest
     if layout in (L.FRAGMENT_LAYOUT_MMA_ACC, L.FRAGMENT_LAYOUT_MMA_A, L.FRAGMENT_LAYOUT_MMA_B):
         return math.prod(s) // UNIT_THREADS[layout]
     if layout == L.FRAGMENT_LAYOUT_MMA_ROWS:

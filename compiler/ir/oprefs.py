@@ -7,6 +7,8 @@ so structure checks, data-flow checks and the protocol model agree.
 
 from cake.ir.v1 import ir_pb2
 
+from compiler.ir import topk
+
 R, W, RW = "r", "w", "rw"
 
 # op kind -> ((field, access), ...) of TileRef fields; optional fields are skipped when unset.
@@ -23,13 +25,14 @@ _TILES = {
     "elementwise": (("dst", W),),
     "reduce": (("src", R), ("dst", W)),
     "arg_reduce": (("src", R), ("values", W), ("indices", W)),
-    "top_k": (("src", R), ("values", RW), ("indices", RW)),
+    "top_k": (("src", R), ("src_indices", R), ("values", RW), ("indices", RW)),
+    "rescore": (("values", RW), ("indices", R)),
     "scan": (("src", R), ("dst", W)),
     "tri_solve": (("a", R), ("b", R), ("x", W)),
     "atomic": (("src", R), ("index", R)),
 }
 # Fields that hold a TileRef only when set (a oneof member or an optional operand).
-_OPTIONAL = {"src_tile", "dst_tile", "b", "index"}
+_OPTIONAL = {"src_tile", "dst_tile", "b", "index", "src_indices"}
 
 # op kind -> ((field, access), ...) of GlobalRef fields.
 _GLOBALS = {
@@ -38,6 +41,7 @@ _GLOBALS = {
     "cp_async": (("src", R),),
     "copy": (("src_global", R), ("dst_global", W)),
     "atomic": (("dst", RW),),
+    "rescore": (("query", R), ("database", R)),
 }
 
 # op kind -> (field, is a BarrierRef (else a plain name)).
@@ -129,11 +133,23 @@ def collective(kind, msg):
         return "warpgroup"
     if kind in ("ldmatrix", "stmatrix", "tmem_load"):
         return "warp"
-    if kind in ("reduce", "arg_reduce", "top_k", "scan"):
+    if kind == "top_k":
+        return _top_k_unit(msg)
+    if kind == "rescore":
+        return "warp"  # the lanes split the features and shuffle the sums
+    if kind in ("reduce", "arg_reduce", "scan"):
         return _SCOPE_UNIT.get(msg.scope)
     if kind == "atomic" and msg.aggregation == ir_pb2.AGGREGATION_WARP:
         return "warp"
     return None
+
+
+def _top_k_unit(msg):
+    """A TopK's collective unit: its merge scope's, or the warp for an insertion that votes (its
+    thresholds and vote are shfl.sync / vote.sync over the full warp)."""
+    if topk.is_merge(msg):
+        return _SCOPE_UNIT.get(msg.scope)
+    return "warp" if msg.vote else None
 
 
 # Ops whose executing-thread counts the synchronization protocol must know: barrier and
@@ -155,6 +171,8 @@ DATA_FIELDS = frozenset((
     ("GlobalRef", "coords"),
     ("ArgReduce", "index_base"),
     ("TopK", "index_base"),
+    ("TopK", "index_limit"),
+    ("TopK", "exclude_base"),
     ("Operand", "scalar"),
 ))  # fmt: skip
 

@@ -23,7 +23,7 @@ import math
 
 from cake.ir.v1 import ir_pb2
 
-from compiler.ir.dtypes import DTYPE_BYTES
+from compiler.ir.dtypes import DTYPE_BYTES, SWIZZLE_SPAN
 
 TILE_ALIGN = 1024
 UNSWIZZLED_ALIGN = 16
@@ -62,6 +62,21 @@ class Layout:
     scratch: tuple  # (role name, offset, cols) per role with a register tri_solve
     mbarriers: tuple  # (barrier index, offset) per mbarrier array
     total: int
+
+
+def tma_box(tile_shape, region):
+    """The box one TMA copy of a tile moves: the tile, or one panel of it when swizzled.
+
+    A swizzled [.., R, C] tile is C * esize / span panels of [.., R, span / esize] (see
+    Swizzle in ir.proto); lowering issues one copy per panel, all through the tensor map
+    of that box.
+    """
+    box = list(tile_shape)
+    span = SWIZZLE_SPAN.get(region.swizzle)
+    esize = DTYPE_BYTES.get(region.dtype, 0)
+    if box and span and esize:
+        box[-1] = min(box[-1], span // esize)
+    return box
 
 
 def stage_bytes(region):

@@ -42,6 +42,13 @@ class Fragment:
             self.per_row = shape[1] if len(shape) == 2 else 1
             self.count = fragments.values_per_thread(region)
             self.decl = "%s %s[%d];" % (self.ctype, self.name, self.count)
+        elif layout == L.FRAGMENT_LAYOUT_WGMMA_COLS:
+            # One value (or a list of per_row values) per column of a [64, N] accumulator.
+            self._need(len(shape) in (1, 2) and shape[0] % 16 == 0 and 16 <= shape[0] <= 256, "[N] or [N, k], N in 16..256 step 16")
+            self.cls = "cake::WgmmaCols<%s, %d>" % (self.ctype, shape[0])
+            self.per_row = shape[1] if len(shape) == 2 else 1
+            self.count = fragments.values_per_thread(region)
+            self.decl = "%s %s[%d];" % (self.ctype, self.name, self.count)
         elif layout == L.FRAGMENT_LAYOUT_MMA_ACC:
             self._need(len(shape) == 2 and shape[0] % 16 == 0 and shape[1] % 8 == 0, "[16 i, 8 j]")
             self.cls = "cake::MmaAcc<%d, %d>" % (shape[0] // 16, shape[1] // 8)
@@ -79,7 +86,7 @@ class Fragment:
 
     def elem(self, i):
         """C++ lvalue of the thread's element i."""
-        if self.cls and not self.is_rows:
+        if self.cls and not (self.is_rows or self.is_cols):
             return "%s.d[%s]" % (self.name, i)
         return "%s[%s]" % (self.name, i)
 
@@ -87,10 +94,11 @@ class Fragment:
         """C++ coordinates of element i within the region's shape (outermost first)."""
         if self.layout in (L.FRAGMENT_LAYOUT_WGMMA_ACC, L.FRAGMENT_LAYOUT_MMA_ACC):
             return ["%s::row(%s)" % (self.cls, i), "%s::col(%s)" % (self.cls, i)]
-        if self.is_rows:
+        if self.is_rows or self.is_cols:
+            at = "row" if self.is_rows else "col"
             if len(self.shape) == 1:
-                return ["%s::row(%s)" % (self.cls, i)]
-            return ["%s::row((%s) / %d)" % (self.cls, i, self.per_row), "(%s) %% %d" % (i, self.per_row)]
+                return ["%s::%s(%s)" % (self.cls, at, i)]
+            return ["%s::%s((%s) / %d)" % (self.cls, at, i, self.per_row), "(%s) %% %d" % (i, self.per_row)]
         if self.layout == L.FRAGMENT_LAYOUT_ROW_PER_THREAD:
             return ["cake_thread"] + ([str(i)] if len(self.shape) == 2 else [])
         # PER_THREAD: row-major decomposition of the flat index.
@@ -105,9 +113,13 @@ class Fragment:
         return self.layout in (L.FRAGMENT_LAYOUT_WGMMA_ROWS, L.FRAGMENT_LAYOUT_MMA_ROWS)
 
     @property
+    def is_cols(self):
+        return self.layout == L.FRAGMENT_LAYOUT_WGMMA_COLS
+
+    @property
     def one_per_row(self):
         """A fragment holding one value per row of the rows it covers (broadcast along columns)."""
-        if self.is_rows:
+        if self.is_rows or self.is_cols:
             return self.per_row == 1
         return self.layout == L.FRAGMENT_LAYOUT_ROW_PER_THREAD and self.count == 1
 
@@ -117,11 +129,25 @@ class Fragment:
             return "0"
         if self.is_rows and dst.layout in (L.FRAGMENT_LAYOUT_WGMMA_ACC, L.FRAGMENT_LAYOUT_MMA_ACC):
             return "%s::row_slot(%s)" % (dst.cls, i)
-        if self.is_rows and dst.is_rows:
+        if (self.is_rows and dst.is_rows) or (self.is_cols and dst.is_cols):
             return "(%s) / %d" % (i, dst.per_row)
         raise LoweringError(
             "region %s" % self.region.name,
             "%r holds one value per row but cannot be broadcast onto %r's layout" % (self.region.name, dst.region.name))
+
+
+def list_slot(src, axis, i):
+    """Which list (slot of the thread's lists) element i of accumulator or score fragment `src` feeds.
+
+    The Python mirror of the device fragments' row_slot / col_slot (cake/warpgroup/fragments.cuh),
+    for printers that unroll over a thread's elements: i is a Python int.
+    """
+    if src.layout == L.FRAGMENT_LAYOUT_WGMMA_ACC:
+        return ((i & 3) >> 1) if axis == 1 else 2 * (i >> 2) + (i & 1)
+    if src.layout == L.FRAGMENT_LAYOUT_MMA_ACC:
+        ni = src.shape[1] // 8
+        return 2 * ((i >> 2) // ni) + ((i & 3) >> 1)
+    return 0
 
 
 def declare_fragment(w, region):

@@ -1,16 +1,17 @@
-"""Printers for math: fill, elementwise, reductions, arg-reductions, top-k, scan,
-triangular solves and atomics.
+"""Printers for math: fill, elementwise, reductions, arg-reductions, scan, triangular
+solves and atomics (top-k lists: ops_topk.py).
 
 Register destinations are walked element by element through their Fragment (the
 thread's own elements and their coordinates); shared destinations cooperatively by
 the role's threads. Operands are read at the destination element's coordinates with
-the broadcasting rule of ir.proto's Operand.tile.
+the broadcasting rule of ir.proto's Operand.tile (compiler/ir/operands.py).
 """
 
 import math
 
 from cake.ir.v1 import ir_pb2
 
+from compiler.ir import operands
 from compiler.lower.access import GlobalAccess, SharedAccess
 from compiler.lower.context import LoweringError
 from compiler.lower.fragments import Fragment
@@ -18,25 +19,25 @@ from compiler.lower.op_printers import printer
 
 EW = ir_pb2.ElementwiseOp
 _EW = {
-    EW.ELEMENTWISE_OP_COPY: (1, "{0}"),
-    EW.ELEMENTWISE_OP_ADD: (2, "({0} + {1})"),
-    EW.ELEMENTWISE_OP_SUB: (2, "({0} - {1})"),
-    EW.ELEMENTWISE_OP_MUL: (2, "({0} * {1})"),
-    EW.ELEMENTWISE_OP_DIV: (2, "__fdiv_rn({0}, {1})"),
-    EW.ELEMENTWISE_OP_FMA: (3, "cake::math::fma({0}, {1}, {2})"),
-    EW.ELEMENTWISE_OP_MAX: (2, "fmaxf({0}, {1})"),
-    EW.ELEMENTWISE_OP_MIN: (2, "fminf({0}, {1})"),
-    EW.ELEMENTWISE_OP_NEG: (1, "(-{0})"),
-    EW.ELEMENTWISE_OP_EXP: (1, "cake::math::exp({0})"),
-    EW.ELEMENTWISE_OP_LOG: (1, "cake::math::log({0})"),
-    EW.ELEMENTWISE_OP_SQRT: (1, "cake::math::sqrt({0})"),
-    EW.ELEMENTWISE_OP_RSQRT: (1, "cake::math::rsqrt({0})"),
-    EW.ELEMENTWISE_OP_SIGMOID: (1, "cake::math::sigmoid({0})"),
-    EW.ELEMENTWISE_OP_SOFTPLUS: (1, "cake::math::softplus({0})"),
-    EW.ELEMENTWISE_OP_LT: (2, "({0} < {1} ? 1.0f : 0.0f)"),
-    EW.ELEMENTWISE_OP_LE: (2, "({0} <= {1} ? 1.0f : 0.0f)"),
-    EW.ELEMENTWISE_OP_SELECT: (3, "cake::math::select({0}, {1}, {2})"),
-    EW.ELEMENTWISE_OP_ABS: (1, "fabsf({0})"),
+    EW.ELEMENTWISE_OP_COPY: "{0}",
+    EW.ELEMENTWISE_OP_ADD: "({0} + {1})",
+    EW.ELEMENTWISE_OP_SUB: "({0} - {1})",
+    EW.ELEMENTWISE_OP_MUL: "({0} * {1})",
+    EW.ELEMENTWISE_OP_DIV: "__fdiv_rn({0}, {1})",
+    EW.ELEMENTWISE_OP_FMA: "cake::math::fma({0}, {1}, {2})",
+    EW.ELEMENTWISE_OP_MAX: "fmaxf({0}, {1})",
+    EW.ELEMENTWISE_OP_MIN: "fminf({0}, {1})",
+    EW.ELEMENTWISE_OP_NEG: "(-{0})",
+    EW.ELEMENTWISE_OP_EXP: "cake::math::exp({0})",
+    EW.ELEMENTWISE_OP_LOG: "cake::math::log({0})",
+    EW.ELEMENTWISE_OP_SQRT: "cake::math::sqrt({0})",
+    EW.ELEMENTWISE_OP_RSQRT: "cake::math::rsqrt({0})",
+    EW.ELEMENTWISE_OP_SIGMOID: "cake::math::sigmoid({0})",
+    EW.ELEMENTWISE_OP_SOFTPLUS: "cake::math::softplus({0})",
+    EW.ELEMENTWISE_OP_LT: "({0} < {1} ? 1.0f : 0.0f)",
+    EW.ELEMENTWISE_OP_LE: "({0} <= {1} ? 1.0f : 0.0f)",
+    EW.ELEMENTWISE_OP_SELECT: "cake::math::select({0}, {1}, {2})",
+    EW.ELEMENTWISE_OP_ABS: "fabsf({0})",
 }
 
 _REDUCE = {
@@ -71,13 +72,6 @@ def _target(em, ref, path):
     return SharedAccess(em, ref, path)
 
 
-def _broadcast(src_shape, dst_coords, leading):
-    """Coordinates into a lower-rank operand: aligned leading or trailing, size-1 dims -> 0."""
-    n = len(src_shape)
-    picked = dst_coords[:n] if leading else dst_coords[len(dst_coords) - n:]
-    return ["0" if size == 1 else c for size, c in zip(src_shape, picked)]
-
-
 def operand_value(em, opnd, dst, i, coords, path):
     """C++ float value of an Operand at destination element i (coords: its coordinates)."""
     kind = opnd.WhichOneof("kind")
@@ -99,14 +93,14 @@ def operand_value(em, opnd, dst, i, coords, path):
         if src.one_per_row and isinstance(dst, Fragment):
             return "cake::to_float(%s)" % src.elem(src.row_value_index(dst, i))
         if src.layout == ir_pb2.FRAGMENT_LAYOUT_PER_THREAD:
-            sc = _broadcast(src.shape, coords, leading=False)
+            sc = operands.trailing_coords(src.shape, coords)
             flat = "0"
             for size, c in zip(src.shape, sc):
                 flat = "(%s) * %d + (%s)" % (flat, size, c)
             return "cake::to_float(%s)" % src.elem(flat)
         raise LoweringError(path, "register operand %r cannot be read at the destination's elements" % ref.region)
     acc = SharedAccess(em, ref, path)
-    return "cake::to_float(%s)" % acc.lvalue(_broadcast(acc.shape, coords, leading=False))
+    return "cake::to_float(%s)" % acc.lvalue(operands.trailing_coords(acc.shape, coords))
 
 
 def _for_each(em, dst, body):
@@ -135,7 +129,7 @@ def fill(em, op, path):
 def elementwise(em, op, path):
     if op.op not in _EW:
         raise LoweringError(path, "elementwise op not set")
-    arity, template = _EW[op.op]
+    arity, template = operands.ELEMENTWISE_ARITY[op.op], _EW[op.op]
     if len(op.srcs) != arity:
         raise LoweringError(path, "this elementwise op takes %d operands, got %d" % (arity, len(op.srcs)))
     dst = _target(em, op.dst, path + ".dst")
@@ -261,35 +255,6 @@ def _arg_reduce_own_row(em, op, src, values, indices, is_min, path):
         with w.block("for (int i = 0; i < %d; ++i)" % src.count):
             with w.block("if (%s %s %s)" % (src.elem("i"), better, values.elem("0"))):
                 w.line("%s = %s; %s = cake_base + i;" % (values.elem("0"), src.elem("i"), indices.elem("0")))
-
-
-@printer("top_k")
-def top_k(em, op, path):
-    src = _target(em, op.src, path + ".src")
-    values = _target(em, op.values, path + ".values")
-    indices = _target(em, op.indices, path + ".indices")
-    if not isinstance(src, Fragment) or src.layout not in _ROW_LANES or src.is_rows:
-        raise LoweringError(path + ".src", "top_k reads an accumulator fragment")
-    k = op.k
-    for frag, name in ((values, "values"), (indices, "indices")):
-        if not isinstance(frag, Fragment) or not frag.is_rows or frag.per_row != k:
-            raise LoweringError(path + "." + name, "top_k keeps per-row lists: a rows fragment of shape [rows, %d]" % k)
-    is_min = "false" if op.largest else "true"
-    base = em.expr(op.index_base) if op.HasField("index_base") else "0"
-    w = em.w
-    with w.block(""):
-        w.line("const int cake_base = %s;" % base)
-        w.line("#pragma unroll")
-        with w.block("for (int i = 0; i < %d; ++i)" % src.count):
-            w.line("const int s = %s::row_slot(i);" % src.cls)
-            w.line("cake::warp::topk_insert<%d, %s>(*reinterpret_cast<float(*)[%d]>(&%s[s * %d]), "
-                   "*reinterpret_cast<int(*)[%d]>(&%s[s * %d]), %s, cake_base + %s::col(i));"
-                   % (k, is_min, k, values.name, k, k, indices.name, k, src.elem("i"), src.cls))
-        if op.scope != ir_pb2.SCOPE_THREAD:
-            lo, hi = _ROW_LANES[src.layout]
-            with w.block("for (int s = 0; s < %d; ++s)" % (values.count // k)):
-                w.line("cake::warp::topk_allmerge<%d, %s, %d, %d>(*reinterpret_cast<float(*)[%d]>(&%s[s * %d]), "
-                       "*reinterpret_cast<int(*)[%d]>(&%s[s * %d]));" % (k, is_min, lo, hi, k, values.name, k, k, indices.name, k))
 
 
 @printer("scan")

@@ -7,6 +7,7 @@ map whose box is [1.., R, S / esize]; without swizzle the box is the whole tile.
 
 from cake.ir.v1 import ir_pb2
 
+from compiler.ir.smem_layout import tma_box
 from compiler.lower.access import GlobalAccess, SharedAccess
 from compiler.lower.context import LoweringError
 from compiler.lower.fragments import Fragment
@@ -30,10 +31,10 @@ def _tma_geometry(em, tile, gref, path):
     shape = list(sr.region.shape)
     if len(shape) > rank or len(gref.coords) != rank:
         raise LoweringError(path, "tile rank %d, tensor rank %d, %d coordinates" % (len(shape), rank, len(gref.coords)))
-    panel_cols = sr.span // sr.esize if sr.span else shape[-1]
+    box = [1] * (rank - len(shape)) + tma_box(shape, sr.region)
+    panel_cols = box[-1]
     if shape[-1] % panel_cols:
         raise LoweringError(path, "tile width %d is not a multiple of the swizzle panel (%d)" % (shape[-1], panel_cols))
-    box = [1] * (rank - len(shape)) + shape[:-1] + [panel_cols]
     tmap = ctx.tensor_map_for(gref.param, box, sr.region.swizzle)
     stage = em.expr(tile.stage) if tile.HasField("stage") else "0"
     rows = 1
@@ -120,7 +121,7 @@ def copy(em, op, path):
         other = dst if frag is src else src
         if frag is src and isinstance(other, GlobalAccess) and _store_pairs(em, frag, other):
             return
-        guard = "%s::writer() && " % frag.cls if frag.is_rows and frag is src else ""
+        guard = "%s::writer() && " % frag.cls if (frag.is_rows or frag.is_cols) and frag is src else ""
         w.line("#pragma unroll")
         with w.block("for (int i = 0; i < %d; ++i)" % frag.count):
             coords = frag.coords("i")

@@ -7,6 +7,7 @@
         r = cc.analyze(kernel, calibration=cal)   # under other cost-model constants (as data)
         r = cc.compile(kernel, target="sm_90a")   # CompileResponse: diagnostics, compiled
         cc.list_targets(); cc.list_rules(); cc.list_primitives()
+        r = cc.measure(kernel, "gemm_bf16")       # MeasureResponse: verdict, timing, machine (--measure servers)
 
     with start_local_server(compile_workers=2) as cc:   # a real server process, torn down after
         ...
@@ -189,6 +190,17 @@ class CompilerClient:
 
     def list_primitives(self, timeout=None):
         return self._call(self.stub.ListPrimitives, service_pb2.ListPrimitivesRequest(), timeout)
+
+    def measure(self, program, task, shapes=None, target=None, warmup=0, reps=0, time_limit_s=0.0, timeout=None):
+        """Compile, check and time `program` as `task` on the server's GPU; shapes: dicts of symbol values."""
+        request = service_pb2.MeasureRequest(
+            program=as_program(program), task=task, target=target or "",
+            shapes=[service_pb2.Shape(values=s) for s in shapes or ()],
+            timing=service_pb2.TimingOptions(warmup=warmup, reps=reps), time_limit_seconds=time_limit_s)
+        return self._call(self.stub.Measure, request, timeout)
+
+    def list_tasks(self, timeout=None):
+        return self._call(self.stub.ListTasks, service_pb2.ListTasksRequest(), timeout)
 
     def _call(self, method, request, timeout):
         deadline = time.monotonic() + (self.timeout if timeout is None else timeout)

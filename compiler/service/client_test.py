@@ -74,3 +74,32 @@ def test_unavailable_is_retried_until_the_retries_are_spent():
     with pytest.raises(CompilerServiceError) as e:
         CompilerClient("127.0.0.1:%d" % port, timeout=0.5, retries=100).list_rules()
     assert e.value.code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
+
+
+def test_compile_waits_longer_than_the_server_lets_nvcc_run():
+    """The slowest corpus kernel compiles for minutes on a busy machine: the client's default deadline
+    for Compile outlasts the server's nvcc limit, so a slow compile ends with the server's own status."""
+    from compiler.service.limits import Limits
+
+    client = CompilerClient("127.0.0.1:1")
+    assert client.timeout == 30.0 and client.compile_timeout > Limits().nvcc_seconds
+    client.close()
+
+
+def test_a_status_whose_details_disagree_with_its_code_is_still_a_compiler_service_error():
+    status = errors.invalid_argument("bad", [("program.text", "no")]).status()
+
+    class _Mismatch(_FakeRpcError):
+        def code(self):
+            return grpc.StatusCode.RESOURCE_EXHAUSTED  # what gRPC says when trailers overflow
+
+    e = CompilerServiceError.from_rpc_error(_Mismatch(status))
+    assert e.code == grpc.StatusCode.RESOURCE_EXHAUSTED and e.details == []
+
+
+def test_a_call_on_a_closed_client_is_a_compiler_service_error():
+    client = CompilerClient("127.0.0.1:1", retries=0)
+    client.close()
+    with pytest.raises(CompilerServiceError) as e:
+        client.list_rules()
+    assert e.value.code == grpc.StatusCode.UNKNOWN and "closed" in e.value.message.lower()

@@ -47,7 +47,7 @@ def test_health_and_reflection():
         assert {SERVICE, "grpc.health.v1.Health", "grpc.reflection.v1alpha.ServerReflection"} <= set(db.get_services())
         service = descriptor_pool.DescriptorPool(db).FindServiceByName(SERVICE)
         assert [m.name for m in service.methods] == [
-            "Verify", "Analyze", "Compile", "ListTargets", "ListRules", "ListPrimitives"]
+            "Verify", "Analyze", "Compile", "ListTargets", "ListRules", "ListPrimitives", "Measure", "ListTasks"]
         assert service.methods_by_name["Compile"].input_type.fields_by_name["program"].message_type.name == "Program"
 
 

@@ -33,7 +33,8 @@ def flag_args(flags):
 
 class LocalServer:
     def __init__(self, port=0, env=None, startup_timeout=60.0, **flags):
-        self.argv = [sys.executable, "-m", "compiler.service.main", "--port", str(port)] + flag_args(flags)
+        main = __name__.rpartition(".")[0] + ".main"  # compiler.service.main (cake.compiler.service.main installed)
+        self.argv = [sys.executable, "-m", main, "--port", str(port)] + flag_args(flags)
         self.env = dict(os.environ, **(env or {}))
         self.env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
         self.startup_timeout = startup_timeout

@@ -16,11 +16,27 @@ import signal
 import sys
 import threading
 
+from compiler import plugins
 from compiler.service import auth, logs
 from compiler.service.limits import MIB, Limits
 from compiler.service.server import CompilerServer, Options
 
 log = logging.getLogger("cake.service")
+
+# The measurement backend, named rather than imported: the compiler never imports the runtime or kernels.
+MEASURE_BACKEND = "kernels.tasks:measurer"
+
+
+def measurer_from(args):
+    """The measurer --measure asks for, its first worker started (so a host without a GPU fails now); or None."""
+    if not args.measure:
+        return None
+    try:
+        measurer = plugins.load(args.measure_backend)()
+        measurer.start()
+    except Exception as e:  # noqa: BLE001  (no GPU, no torch, a bad name: the message says which)
+        raise RuntimeError("--measure: %s: %s" % (type(e).__name__, e)) from None
+    return measurer
 
 
 def parse_args(argv):
@@ -59,6 +75,10 @@ def parse_args(argv):
     ap.add_argument("--cache-dir", help="compile cache directory (default: compile/ under $CAKE_CACHE_DIR, $XDG_CACHE_HOME/cake"
                          " or ~/.cache/cake)")
     ap.add_argument("--no-cache", action="store_true", help="run without a compile cache (every Compile runs nvcc)")
+    ap.add_argument("--measure", action="store_true",
+                    help="serve Measure: check and time kernels on this host's GPU in isolated workers (default: off)")
+    ap.add_argument("--measure-backend", default=MEASURE_BACKEND,
+                    help="factory of the measurer, 'package.module:function' (default: %(default)s)")
     ap.add_argument("--log-level", default="info")
     args = ap.parse_args(argv)
     if bool(args.tls_cert) != bool(args.tls_key):
@@ -105,6 +125,7 @@ def options_from(args):
         credentials=credentials,
         cache_dir=args.cache_dir,
         no_cache=args.no_cache,
+        measurer=measurer_from(args),
     )
 
 

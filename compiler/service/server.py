@@ -51,6 +51,7 @@ class Options:
     credentials: object = None  # grpc.ServerCredentials for TLS; None listens in plaintext
     cache_dir: str = None  # compile cache directory; None: compiler/build/cache.py's default
     no_cache: bool = False  # run without a compile cache (every Compile runs nvcc)
+    measurer: object = None  # runtime/measure.py's Measurer (--measure): enables Measure; None: off
 
 
 class CompilerServer:
@@ -73,8 +74,9 @@ class CompilerServer:
                 ("grpc.so_reuseport", 0),
             ],
         )
-        servicer.add_to_server(
-            servicer.CompilerServicer(self.workers, self.pool, self.builds, options.limits, self.cache), self.server)
+        self.servicer = servicer.CompilerServicer(self.workers, self.pool, self.builds, options.limits, self.cache,
+                                                  options.measurer)
+        servicer.add_to_server(self.servicer, self.server)
         self.health = health.HealthServicer()
         health_pb2_grpc.add_HealthServicer_to_server(self.health, self.server)
         reflection.enable((servicer.SERVICE.full_name, health.SERVICE_NAME), self.server)
@@ -116,6 +118,7 @@ class CompilerServer:
         self.health.enter_graceful_shutdown()
         self.server.stop(grace).wait()
         left = max(0.0, grace - (time.monotonic() - start))
+        self.servicer.measurement.shutdown()
         drained = self.pool.shutdown(left)
         self._stop_work()
         return drained

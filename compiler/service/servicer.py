@@ -27,6 +27,7 @@ from cake.compiler.v1 import compiler_service_pb2 as service_pb2
 from compiler.build import driver, nvcc
 from compiler.service import catalog, errors, memo, primitives, work
 from compiler.service.calls import Call
+from compiler.service.measure import MeasureService
 from compiler.service.pool import Expired, QueueFull
 from compiler.targets import TARGETS
 
@@ -36,13 +37,14 @@ log = logging.getLogger("cake.service")
 
 
 class CompilerServicer:
-    def __init__(self, workers, pool, builds, limits, cache=None):
+    def __init__(self, workers, pool, builds, limits, cache=None, measurer=None):
         self.workers = workers
         self.pool = pool
         self.builds = builds
         self.limits = limits
         self.cache = cache
         self.memo = memo.Memo()
+        self.measurement = MeasureService(measurer, self._compile_message)  # Measure, ListTasks (measure.py)
 
     def Verify(self, incoming, context):
         self._check_program(incoming.message)
@@ -169,6 +171,17 @@ class CompilerServicer:
 
     def ListPrimitives(self, incoming, context):
         return primitives.list_primitives()
+
+    def Measure(self, incoming, context):
+        return self.measurement.measure(incoming.message, context)
+
+    def ListTasks(self, incoming, context):
+        return self.measurement.list_tasks()
+
+    def _compile_message(self, request, context):
+        """Compile(request) as a CompileResponse message (a worker answers with its bytes)."""
+        response = self.Compile(Incoming(request, request.SerializeToString()), context)
+        return service_pb2.CompileResponse.FromString(response) if isinstance(response, bytes) else response
 
 
 class Incoming:

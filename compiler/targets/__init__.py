@@ -33,6 +33,23 @@ class Target:
             raise KeyError("unknown feature %r (known: %s)" % (feature, ", ".join(sorted(FEATURES))))
         return feature in self.features
 
+    def runs_on(self, major, minor):
+        """True when this target's cubins run on a device of compute capability (major, minor).
+
+        An arch-specific target ("a": wgmma, setmaxnreg, tcgen05) runs only on its own
+        capability; a portable one on every later minor version of its major (sm_80 on 8.x).
+        """
+        own_major, own_minor = self.compute_capability
+        if self.arch.endswith("a"):
+            return (major, minor) == self.compute_capability
+        return major == own_major and minor >= own_minor
+
+    @property
+    def devices(self):
+        """The devices its cubins run on, in words: "compute capability 9.0" or "compute capability 8.x"."""
+        major, minor = self.compute_capability
+        return "compute capability %d.%s" % (major, minor if self.arch.endswith("a") else "x")
+
     @property
     def gencode(self):
         """nvcc flag producing this target's machine code."""
@@ -62,3 +79,28 @@ def target_for_capability(major, minor):
         if t.compute_capability == (major, minor):
             return t
     raise ValueError("no CAKE target for compute capability %d.%d" % (major, minor))
+
+
+def targets_for_device(major, minor):
+    """The targets whose cubins run on a device of compute capability (major, minor), newest first."""
+    return [t for t in sorted(TARGETS.values(), key=lambda t: t.compute_capability, reverse=True)
+            if t.runs_on(major, minor)]
+
+
+class UnsupportedDevice(RuntimeError):
+    """A GPU whose compute capability none of an op's targets runs on."""
+
+
+def pick(capability, offered, op, device_name=""):
+    """The newest of the `offered` target names whose cubins run on a device of `capability` (major, minor).
+
+    UnsupportedDevice, naming the device, its capability and the targets the op has, when none does.
+    """
+    major, minor = capability
+    for t in targets_for_device(major, minor):
+        if t.name in offered:
+            return t.name
+    device = "compute capability %d.%d" % (major, minor)
+    supported = ", ".join("%s (%s)" % (name, get_target(name).devices) for name in offered)
+    raise UnsupportedDevice("%s has no kernel for this GPU (%s%s): it has kernels for %s"
+                            % (op, device_name + ", " if device_name else "", device, supported))

@@ -36,11 +36,10 @@ import time
 
 from compiler.corpus import corpus
 from compiler.service.client import CompilerClient, start_local_server
-from compiler.testing.machine import machine
+from compiler.testing.machine import machine, results_path
 from compiler.testing.service_programs import copy_program
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-CLIENT_PROCESSES = 4
+CLIENT_PROCESSES = 8
 CACHED_PROGRAMS = 8
 # Seconds between the clients' start and the window's opening: every client connected and warm.
 SETTLE_SECONDS = 5.0
@@ -163,7 +162,7 @@ def main(argv=None):
     ap.add_argument("--clients", type=int, default=64)
     ap.add_argument("--seconds", type=float, default=60.0)
     ap.add_argument("--cached-seconds", type=float, default=20.0)
-    ap.add_argument("--out", default=os.path.join(ROOT, "benchmarks", "results", "service_load.json"))
+    ap.add_argument("--out", default=results_path("service_load.json"))
     args = ap.parse_args(argv)
     before = machine()
     with tempfile.TemporaryDirectory(prefix="cake-bench-cache-") as cache_dir:

@@ -23,9 +23,9 @@ TARGET_MS = 20.0
 
 
 def programs():
-    """(name, path) of every corpus program: good/ then bad/."""
+    """(name, path) of every corpus program: good/, neighbours/, then bad/."""
     out = []
-    for kind in ("good", "bad"):
+    for kind in ("good", "neighbours", "bad"):
         for path in sorted(glob.glob(os.path.join(ROOT, "compiler", "corpus", kind, "*.cake"))):
             out.append(("%s/%s" % (kind, os.path.basename(path)[: -len(".cake")]), path))
     return out

@@ -1,7 +1,8 @@
-"""The machine record every CPU benchmark of the compiler writes beside its figures.
+"""The machine record every CPU benchmark of the compiler writes beside its figures, and where.
 
 CPU, cores, Python, grpcio, the platform, the checkout's commit, the date, and the load
 average when the figures were taken: other work on a shared machine inflates them.
+Results go to benchmarks/results/ of the checkout (`bazel run` included).
 """
 
 import os
@@ -10,6 +11,11 @@ import subprocess
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def results_path(name):
+    """benchmarks/results/`name` in the checkout: the workspace under `bazel run`, else this tree."""
+    return os.path.join(os.environ.get("BUILD_WORKSPACE_DIRECTORY") or ROOT, "benchmarks", "results", name)
 
 
 def cpu_model():

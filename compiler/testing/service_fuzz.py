@@ -18,7 +18,8 @@ sent to Verify, Analyze or Compile (skip_verify at random; Compile only of the s
 programs, so that nvcc runs stay short). One request in ten has a deadline of a few
 milliseconds, to exercise cancellation everywhere.
 
-Allowed outcomes: OK (whose bytes decode as the response); INVALID_ARGUMENT;
+Allowed outcomes: OK (whose bytes decode as the response; a Compile that built a kernel
+is counted as OK/COMPILED or OK/CACHE_HIT); INVALID_ARGUMENT;
 RESOURCE_EXHAUSTED naming a limit or a full compile queue; DEADLINE_EXCEEDED or
 CANCELLED for a short deadline or a Compile (20 s). Anything else — INTERNAL, UNKNOWN,
 UNAVAILABLE (the server died) — is a failure. The resident memory of the server's
@@ -33,6 +34,7 @@ import json
 import os
 import random
 import re
+import tempfile
 import threading
 import time
 
@@ -48,9 +50,9 @@ from compiler.corpus import corpus
 from compiler.ir import paths
 from compiler.ir.descriptors import INT_RANGES
 from compiler.ir.text import parse_kernel
+from compiler.service.local import LocalServer
+from compiler.testing.machine import machine, results_path
 from compiler.testing.service_programs import copy_program
-
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 KINDS = {"text": 30, "kernel": 30, "bytes": 12, "random": 10, "raw": 8, "fields": 10}
 METHODS = ("Verify", "Analyze", "Compile")
@@ -267,10 +269,11 @@ def outcome(method, timeout, call):
     else:
         response_class = getattr(pb, method + "Response")
         try:
-            response_class.FromString(data)
+            response = response_class.FromString(data)
         except Exception:  # noqa: BLE001
             return "OK", "UNDECODABLE", False
-        return "OK", "", True
+        compiled = method == "Compile" and response.HasField("compiled")
+        return "OK", ("CACHE_HIT" if response.compiled.cache_hit else "COMPILED") if compiled else "", True
     if code == grpc.StatusCode.INVALID_ARGUMENT:
         return code.name, reason, True
     if code == grpc.StatusCode.RESOURCE_EXHAUSTED:
@@ -403,17 +406,12 @@ def run(address, server_pid, count, seed=1, clients=8, progress=None):
 
 
 def main(argv=None):
-    from compiler.service.local import LocalServer
-    from compiler.testing.machine import machine
-
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--requests", type=int, default=10_000)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--clients", type=int, default=8)
-    ap.add_argument("--out", default=os.path.join(ROOT, "benchmarks", "results", "service_fuzz.json"))
+    ap.add_argument("--out", default=results_path("service_fuzz.json"))
     args = ap.parse_args(argv)
-    import tempfile
-
     with tempfile.TemporaryDirectory(prefix="cake-fuzz-cache-") as cache_dir, LocalServer(cache_dir=cache_dir) as server:
         report = run(server.address, server.process.pid, args.requests, args.seed, args.clients,
                      progress=lambda n: print("%d requests" % n, flush=True))

@@ -1,5 +1,6 @@
-"""The verifier against the corpus: every good program verifies clean, every known-bad program reports
-exactly its expected diagnostic (id at path) and no other error, and every diagnostic prints located and with a fix."""
+"""The verifier against the corpus: every good program and known-good neighbour verifies clean, every known-bad
+program reports exactly its expected diagnostic (id at path) and no other error, and every diagnostic prints located
+and with a fix."""
 
 import glob
 import os
@@ -14,6 +15,7 @@ from compiler.verify import RULES, format_diagnostic, registry, verify
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 BAD = sorted(glob.glob(os.path.join(ROOT, "compiler", "corpus", "bad", "*.cake")))
+NEIGHBOURS = sorted(glob.glob(os.path.join(ROOT, "compiler", "corpus", "neighbours", "*.cake")))
 EXPECT = re.compile(r"# expect: (CAKE-[A-Z]+-[0-9]{3}) at (\S+)\n")
 ERROR = diagnostics_pb2.SEVERITY_ERROR
 
@@ -67,3 +69,11 @@ def test_good_program_verifies_clean(name):
     diags = verify(parsed.kernel, parsed.source_map)
     assert diags == [], "\n".join(format_diagnostic(d, os.path.basename(path)) for d in diags)
     assert verify(corpus.build(name)) == []
+
+
+@pytest.mark.parametrize("path", NEIGHBOURS, ids=lambda p: os.path.basename(p)[: -len(".cake")])
+def test_known_good_neighbour_verifies_clean(path):
+    text, parsed = _parse(path)
+    assert text.startswith("# neighbour: "), "a neighbour starts with `# neighbour: <what it does differently>`"
+    diags = verify(parsed.kernel, parsed.source_map)
+    assert diags == [], "\n".join(format_diagnostic(d, os.path.basename(path)) for d in diags)

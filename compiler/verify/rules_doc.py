@@ -44,8 +44,12 @@ would be consequences, not causes).
 **Inputs.** The model binds the shape symbols to valid inputs
 (`protocol/inputs.py`): for t = 1, 2, ..., 2S + 1, where S is the deepest ring (pipeline
 stages, staged regions, barrier arrays addressed by round; capped at 8), an input
-on which every loop whose trip count depends on a symbol runs t trips. It runs
-block 0; a persistent launch is one block walking every tile.
+on which every loop whose trip count depends on a symbol runs t trips (a loop
+nested in another runs one, and two in one more input after t = 2: rounds
+multiply, and two show how one iteration's rounds follow the last's); symbols a
+constraint relates to the one aimed follow it (KP >= K && KP < K + 128 moves K
+with KP). It runs block 0; a
+persistent launch is one block walking every tile.
 
 **Why 2S + 1 trips cover every trip count.** A ring's state after round r is
 (slot r mod S, phase parity of each slot, arrivals and transaction bytes pending
@@ -65,7 +69,9 @@ evaluated with each thread's builtins, so under `warp == 0 && elected && t > 0`
 the threads outside warp 0 form one class whether elected or not. An op counts
 one arrival (and one expect_tx) per executing thread: the class weight.
 Collective ops (wgmma, mma_wait, mma.sync, ldmatrix, stmatrix, tmem_load,
-cross-lane reductions) make the classes sharing a warp or warpgroup meet.
+cross-lane reductions) make the classes sharing a warp or warpgroup meet. A class
+spanning several warpgroups, warps or threads covers one window per unit where
+its windows' starts read those builtins (`sA[warpgroup * 64 +: 64, ...]`).
 
 **Barriers.** Each mbarrier slot has a completed-phase count, pending arrivals
 and a transaction balance. A phase completes when arrivals reach the declared
@@ -73,7 +79,12 @@ count and expected bytes equal delivered bytes (a TMA load delivers the box's
 elements times the element size). A wait of parity p passes once the current
 phase's parity differs from p. Contributions and waits by round know which
 completion they mean (`phases.py`), so an arrival landing on the wrong phase is
-an arrival-count error, not a later mystery. Named barriers and block_sync
+an arrival-count error, not a later mystery, and a round that does not grow when
+its loop (or one outside it) moves on names a completion again: a round that starts
+over on every tile of a persistent loop is reported at the op using it, with a fix
+about the round expression (SYNC-008). A wait on a ring's `full` makes the thread
+hold that slot until it releases it; its releases (arrivals on the ring's `empty`,
+MMA commits to it) must free slots it holds (PIPE-005). Named barriers and block_sync
 release when all their threads arrived. Each barrier of a named-barrier array is
 its own hardware barrier: an op's `index` (unset: 0) picks one per class, and an
 index reading only `warp` and `warpgroup` of the builtins (`wg_done[warpgroup]`)
@@ -99,16 +110,66 @@ cp_async_wait, TMA store reads at their bulk_wait. Accesses carry the window
 they touch. A class of several threads also needs a barrier of its own between
 one op's writes and another op's reads of the same data (its threads exchange
 data). Generic-proxy writes read by the async proxy need fence.proxy.async by
-the writers, ordered before the read.
+the writers, ordered before the read. Who writes which part of a destination
+follows the source: an op storing a WGMMA fragment writes one part per
+warpgroup, an MMA fragment one per warp, a PER_THREAD fragment (or a TMA load)
+one per executing thread; two units of one op instance writing the same element
+are a write-write overlap (DATA-007). TMA stores and tensor cores read whole
+tiles: the writes before such a read must cover every element it reads
+(DATA-008). When the run ends, every phase that TMA bytes completed must have
+been waited for and no cp.async be in flight: the block would exit with loads
+running (PIPE-004).
 
 **Scheduling and reporting.** The scheduler always steps the least advanced
 class that can move, so classes stay in near lockstep and a producer that
 skips its waits overtakes its consumers as it would on hardware. The first
-defect ends the model, on the smallest t that shows it. When no class can
-move, the cause is named in this order: a collective op reached by part of its
-warp or warpgroup (SYNC-011), a block_sync others never reach (SYNC-009), a
-phase left short of arrivals or bytes (SYNC-005, SYNC-006), else a deadlock at
-the first blocked wait (SYNC-004).
+defect ends the model, on the smallest t that shows it, and it is named at the
+op whose action broke the protocol, whatever order concurrent classes run in
+(`protocol/schedule_test.py` runs every corpus program under random schedules and
+expects the same finding): checks a thread makes on its own program order
+(releases, rounds) come first; a load arriving after its phase completed, or a
+read of a ring stage whose phase completed without that stage's load, blames
+the phase's expect_tx (SYNC-006) however the loads were ordered; a phase whose
+expected bytes differ from the declared tx_bytes is reported when the run ends
+(SYNC-007), so that a short expect_tx is named first; a named barrier that
+several roles use and that gets the wrong thread count blames the role whose
+count differs from the barrier's while another role's equals it, or a role that
+brings fewer threads than it has (SYNC-005), on the counts each role brings to a
+generation rather than on who arrived first. When no class can move, the cause
+is named in this order: a collective op reached by part of its warp or
+warpgroup (SYNC-011), a block_sync others never reach (SYNC-009), a phase left
+short of arrivals or bytes (SYNC-005, SYNC-006), a named barrier's wrong count
+(SYNC-005), a producer refilling a ring whose consumers finished, every round they consumed released
+(it runs more rounds than they drain, PIPE-004), else a deadlock at the first
+blocked wait (SYNC-004).
+
+## Outputs
+
+`rules/outputs.py` checks that every element of every write-only output is written,
+and exactly once (CONTRACT-010, DATA-007), on one input: each symbol of a loop
+bound or a grid dimension doubles that loop's trips or that dimension's blocks
+(`Binder.spread`; a persistent launch is two blocks sharing the tiles). It
+walks every block's role bodies (the loops and branches holding output
+writes; conditions on thread builtins are evaluated per thread group) and
+turns each write into boxes of tensor elements, clipped as lowering clips
+them: warp w of a warpgroup writes rows 16 (w % 4) .. + 16 of a WGMMA fragment,
+a warp all of an MMA fragment, thread t row t of a ROW_PER_THREAD fragment and
+all of a PER_THREAD one, the role's threads a shared tile together, each issuing
+thread a TMA store's box. The boxes' edges cut the output into cells that each
+must be covered exactly once: the first cell covered twice is an overlap,
+reported at the later writer with the two writers named, the first cell never
+covered a hole, reported at the output's first writer. Outputs that atomics
+update, or that are written at data-dependent coordinates or under
+data-dependent conditions, are accumulations or unprovable and are left out.
+
+## Operand shapes
+
+`compiler/ir/operands.py` is the one derivation of elementwise arities and of
+how math operands broadcast (ir.proto's Operand.tile), used by CAKE-STRUCT-019
+and by lowering, which indexes operands by it: a fragment of the destination's
+own layout and shape is read element for element, a one-per-row fragment at the
+row of a fragment of its family, a PER_THREAD fragment or a shared tile aligned
+with the destination's trailing dims (size-1 dims broadcast).
 
 ## Wait parities
 

@@ -33,7 +33,7 @@ def builtins_of(thread):
 class ThreadClass:
     """Threads of one role that behave identically: `weight` of them, represented by `env`."""
 
-    __slots__ = ("role_index", "weight", "env", "warp_weights", "warpgroups", "index")
+    __slots__ = ("role_index", "weight", "env", "warp_weights", "warpgroups", "index", "segments", "_units")
 
     def __init__(self, role_index, env):
         self.role_index = role_index
@@ -42,10 +42,28 @@ class ThreadClass:
         self.warp_weights = {}  # warp -> threads of the class in it, in warp order
         self.warpgroups = set()
         self.index = -1
+        self.segments = []  # (first thread, threads) of its members, in thread order
+        self._units = {}
 
     @property
     def warps(self):
         return self.warp_weights.keys()
+
+    def units(self, unit):
+        """[(unit index, builtins of the unit's first member thread)] of the class's warpgroups ("warpgroup"),
+        warps ("warp") or threads ("thread"), in order."""
+        found = self._units.get(unit)
+        if found is None:
+            found, seen = [], set()
+            for first, count in self.segments:
+                for t in range(first, first + count) if unit == "thread" else (first,):
+                    b = builtins_of(t)
+                    u = t if unit == "thread" else b[unit]
+                    if u not in seen:
+                        seen.add(u)
+                        found.append((u, b))
+            self._units[unit] = found
+        return found
 
 
 def _safe(fn, env):
@@ -125,6 +143,7 @@ def role_classes(role_index, threads, conds, values):
         c.weight += weight
         c.warp_weights[env["warp"]] = c.warp_weights.get(env["warp"], 0) + weight
         c.warpgroups.add(env["warpgroup"])
+        c.segments.append((thread, weight))
 
     if key.per_thread:
         for t in range(threads):

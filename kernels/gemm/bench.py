@@ -48,15 +48,21 @@ def sass_counts(cubin):
     return {"HGMMA": sass.count("HGMMA"), "HMMA": sass.count("HMMA")}
 
 
+def cublas(outputs, inputs):
+    """The peer: torch.matmul (cuBLAS) into the harness's output buffer."""
+    torch.matmul(inputs[0], inputs[1].T, out=outputs[0])
+
+
+def peers():
+    """name -> launch(outputs, inputs) of the GEMM's peers (the agent's gemm_bf16 contract times them)."""
+    return {"cublas": cublas}
+
+
 def run(quick=False):
     results = {"shape": BENCH_SHAPE, "variants": {}}
     flops = 2.0 * BENCH_SHAPE["M"] * BENCH_SHAPE["N"] * BENCH_SHAPE["K"]
     config = TimingConfig(warmup=5 if quick else 10, reps=20 if quick else 50)
     bench = gemm_contract([BENCH_SHAPE])
-
-    def cublas(outputs, inputs):
-        torch.matmul(inputs[0], inputs[1].T, out=outputs[0])
-
     peer = time_kernel(bench, cublas, config)
     results["cublas"] = {"median_ms": peer.median_ms, "tflops": flops / peer.median_ms / 1e9, "timing": peer.to_dict()}
     results["environment"] = peer.environment

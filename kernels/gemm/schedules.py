@@ -19,7 +19,8 @@ CONTRACT = dict(
 )
 
 
-def _gemm_contract(k, bm, bn, bk):
+def gemm_contract_ir(k, bm, bn, bk):
+    """Declare the GEMM's IR contract (symbols, constraints, params) on `k`; (M, N, K, A, B, C)."""
     m = k.symbol("M", min=bm, max=1 << 16, doc="rows of A and C")
     n = k.symbol("N", min=bn, max=1 << 16, doc="rows of B, columns of C")
     kk = k.symbol("K", min=bk, max=1 << 16, doc="reduction length")
@@ -37,7 +38,7 @@ def gemm_sm90a(bm=128, bn=256, bk=64, stages=4, consumers=2, name="gemm_bf16_sm9
     """TMA + wgmma, one producer warpgroup and `consumers` consumer warpgroups (bm = 64 * consumers)."""
     assert bm == 64 * consumers, "each consumer warpgroup owns 64 rows of the block tile"
     k = KernelBuilder(name, target="sm_90a")
-    m, n, kk, a, b, c = _gemm_contract(k, bm, bn, bk)
+    m, n, kk, a, b, c = gemm_contract_ir(k, bm, bn, bk)
     k.grid(n // bn, m // bm)
     sa = k.shared("sA", "bf16", [bm, bk], stages=stages, swizzle="128b")
     sb = k.shared("sB", "bf16", [bn, bk], stages=stages, swizzle="128b")
@@ -77,7 +78,7 @@ def gemm_sm80(bm=128, bn=128, bk=32, stages=3, warps_m=2, warps_n=4, name="gemm_
     wm, wn = bm // warps_m, bn // warps_n
     assert wm % 16 == 0 and wn % 16 == 0 and bk % 16 == 0, "warp tiles are m16 x n16 multiples, k in k16 steps"
     k = KernelBuilder(name, target="sm_80")
-    m, n, kk, a, b, c = _gemm_contract(k, bm, bn, bk)
+    m, n, kk, a, b, c = gemm_contract_ir(k, bm, bn, bk)
     k.grid(n // bn, m // bm)
     sa = k.shared("sA", "bf16", [bm, bk], stages=stages, swizzle=swizzle_for(bk * 2))
     sb = k.shared("sB", "bf16", [bn, bk], stages=stages, swizzle=swizzle_for(bk * 2))
@@ -113,7 +114,7 @@ def gemm_sm100a(bm=128, bn=256, bk=64, stages=4, epilogue_cols=32, name="gemm_bf
     assert bm == 128, "one tcgen05.mma (cta_group::1) covers 128 rows: TMEM lane r holds row r"
     assert bn % epilogue_cols == 0 and epilogue_cols % 8 == 0
     k = KernelBuilder(name, target="sm_100a")
-    m, n, kk, a, b, c = _gemm_contract(k, bm, bn, bk)
+    m, n, kk, a, b, c = gemm_contract_ir(k, bm, bn, bk)
     k.grid(n // bn, m // bm)
     sa = k.shared("sA", "bf16", [bm, bk], stages=stages, swizzle="128b")
     sb = k.shared("sB", "bf16", [bn, bk], stages=stages, swizzle="128b")

@@ -1,4 +1,4 @@
-"""Score streams: the sm_90a main loop shared by KMeans assignment and KNN top-k.
+"""Score streams: the sm_90a main loop of the KMeans assignment seed schedule.
 
 A block keeps a tile of `rows` (points, queries) resident in shared memory, loaded
 once by TMA, and streams tiles of `cols` (centroids, database rows) with their
@@ -8,7 +8,8 @@ precomputed squared norms through a TMA ring. Each consumer warpgroup multiplies
     score[i, j] = col_sq[j] - 2 rows[i] . cols[j]
 
 (the squared distance minus the row's own norm, which no ranking over j needs), then
-hands the tile to the kernel's epilogue (a running arg-min, a top-k merge).
+hands the tile to the kernel's epilogue (a running arg-min). (KNN's score kernels,
+kernels/knn/schedules.py, add interleaved warpgroups, D slabs and seeded lists.)
 """
 
 from compiler.ir.builder import block

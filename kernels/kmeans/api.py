@@ -4,18 +4,29 @@ Both run CAKE IR kernels (prebuilt for sm_90a, else compiled once and cached; se
 compiler/build/prebuilt.py), the assignment through the shape dispatcher
 (kernels/kmeans/dispatch.py), and are registered as torch custom ops (cake::kmeans_assign, cake::kmeans_update) with
 fake implementations, so they compose with torch.compile. Inputs are checked first;
-a wrong shape or dtype raises ValueError naming the argument and what it must be.
+a wrong shape or dtype raises ValueError naming the argument and what it must be; a
+GPU the kernels do not run on raises compiler.targets.UnsupportedDevice naming its
+compute capability and what they need.
 """
 
 import functools
+from typing import Optional, Tuple, Union
 
 import torch
 
+from compiler import targets
 from compiler.build import prebuilt
 from kernels.kmeans import dispatch, reference, tuned
 from runtime.compiled import CompiledKernelRunner
 
 DTYPES = {torch.bfloat16: "bf16", torch.float16: "f16"}
+TARGETS = ("sm_90a",)  # the kernels' target: the tuned assignment is wgmma + TMA, sm_90a only
+
+
+@functools.lru_cache(maxsize=None)
+def _check_device(index):
+    """UnsupportedDevice unless the GPU at `index` runs the kernels (once per device)."""
+    targets.pick(torch.cuda.get_device_capability(index), TARGETS, "cake.kmeans", torch.cuda.get_device_name(index))
 
 
 def _check(x, c):
@@ -29,6 +40,7 @@ def _check(x, c):
             raise ValueError("%s must be bfloat16 or float16, got %s" % (name, t.dtype))
         if not t.is_cuda:
             raise ValueError("%s must be on a CUDA device, got %s" % (name, t.device))
+        _check_device(t.device.index)
     if x.dim() != c.dim():
         raise ValueError("x and c must both be batched or both unbatched: x is %dD, c is %dD" % (x.dim(), c.dim()))
     if x.dtype != c.dtype:
@@ -69,7 +81,8 @@ def _(x, c):
     return x.new_empty(x.shape[:2], dtype=torch.int32)
 
 
-def kmeans_assign(x, c, *, config=None, autotune=False):
+def kmeans_assign(x: torch.Tensor, c: torch.Tensor, *, config: Optional[str] = None,
+                  autotune: bool = False) -> torch.Tensor:
     """Nearest centroid (squared Euclidean) of every point: int32 labels [B, N] (or [N]).
 
     x: [B, N, D] or [N, D] points, c: [B, K, D] or [K, D] centroids, both bf16 or both
@@ -125,7 +138,7 @@ def _(x, labels, c_prev):
     return torch.empty_like(c_prev)
 
 
-def kmeans_update(x, labels, c_prev):
+def kmeans_update(x: torch.Tensor, labels: torch.Tensor, c_prev: torch.Tensor) -> torch.Tensor:
     """New centroids: the mean of each cluster's points; an empty cluster keeps c_prev's row."""
     x, c_prev, squeeze = _check(x, c_prev)
     labels = labels[None] if squeeze else labels
@@ -150,7 +163,8 @@ def _initial_centroids(x, k, init, generator):
     return torch.gather(x, 1, idx[..., None].expand(-1, -1, d)).contiguous()
 
 
-def kmeans(x, k, iters=20, tol=1e-4, init="random", generator=None):
+def kmeans(x: torch.Tensor, k: int, iters: int = 20, tol: float = 1e-4, init: Union[str, torch.Tensor] = "random",
+           generator: Optional[torch.Generator] = None) -> Tuple[torch.Tensor, torch.Tensor]:
     """Lloyd's algorithm: (centroids [B, K, D] in x's dtype, labels [B, N] int32).
 
     Each iteration assigns every point to its nearest centroid and moves each centroid to

@@ -23,7 +23,8 @@ from kernels.gemm.scored import score_stream_sm90a
 INF = math.inf
 
 
-def _assign_contract(kb, d, block_n, block_k, dtype):
+def assign_contract_ir(kb, d, block_n, block_k, dtype):
+    """Declare the assignment's IR contract (symbols, constraints, params, grid) on `kb`; (N, K, x, c, c_sq, labels)."""
     b = kb.symbol("B", min=1, max=1 << 16, doc="independent problems")
     n = kb.symbol("N", min=block_n, max=1 << 26, doc="points per problem")
     kk = kb.symbol("K", min=block_k, max=1 << 20, doc="centroids per problem")
@@ -48,7 +49,7 @@ def _assign_contract(kb, d, block_n, block_k, dtype):
 def assign_sm90a(d=128, block_k=128, stages=3, consumers=2, dtype="bf16", name="kmeans_assign_sm90a"):
     """wgmma score tiles [64 points, block_k centroids] per consumer warpgroup, running arg-min per point."""
     kb = KernelBuilder(name, target="sm_90a")
-    n, kk, x, c, c_sq, labels = _assign_contract(kb, d, 64 * consumers, block_k, dtype)
+    n, kk, x, c, c_sq, labels = assign_contract_ir(kb, d, 64 * consumers, block_k, dtype)
     best_v = kb.registers("best_v", "f32", [64], layout="wgmma_rows", owner="mma")
     best_i = kb.registers("best_i", "i32", [64], layout="wgmma_rows", owner="mma")
 
@@ -70,7 +71,7 @@ def assign_sm90a(d=128, block_k=128, stages=3, consumers=2, dtype="bf16", name="
 def assign_sm80(d=128, block_n=128, block_k=64, stages=3, dtype="bf16", name="kmeans_assign_sm80"):
     """cp.async ring of centroid tiles; warp w computes points 16 w .. 16 w + 15 against each tile with mma.sync."""
     kb = KernelBuilder(name, target="sm_80")
-    n, kk, x, c, c_sq, labels = _assign_contract(kb, d, block_n, block_k, dtype)
+    n, kk, x, c, c_sq, labels = assign_contract_ir(kb, d, block_n, block_k, dtype)
     swizzle = swizzle_for(d * 2)
     s_x = kb.shared("sX", dtype, [block_n, d], swizzle=swizzle)
     s_c = kb.shared("sC", dtype, [block_k, d], stages=stages, swizzle=swizzle)
@@ -111,7 +112,7 @@ def assign_sm100a(d=128, block_k=128, stages=3, epilogue_cols=32, dtype="bf16", 
     """
     block_n = 128
     kb = KernelBuilder(name, target="sm_100a")
-    n, kk, x, c, c_sq, labels = _assign_contract(kb, d, block_n, block_k, dtype)
+    n, kk, x, c, c_sq, labels = assign_contract_ir(kb, d, block_n, block_k, dtype)
     swizzle = swizzle_for(d * 2)
     s_x = kb.shared("sX", dtype, [block_n, d], swizzle=swizzle)
     s_c = kb.shared("sC", dtype, [block_k, d], stages=stages, swizzle=swizzle)

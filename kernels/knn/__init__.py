@@ -1,1 +1,2 @@
-"""KNN: the torch oracle and a CAKE IR schedule (GEMM tiles with a top-k merge epilogue)."""
+"""KNN: exact k nearest neighbours in CAKE IR (score kernels with per-thread top-k lists, a merge kernel),
+its PyTorch API, planner, float64 oracle and benchmark."""

@@ -1,43 +1,144 @@
-"""KNN oracle: the k nearest database rows of each query in squared L2 distance, and recall.
+"""KNN oracle: exact k nearest database rows in float64, the kernels' partial lists, and recall.
 
-q [Q, D] queries, x [M, D] database. Distances are expanded as
-||q||^2 + ||x||^2 - 2 q.x, which is what the top-k kernels compute (they take the norms
-precomputed as `q_sq` and `x_sq`); the oracle evaluates it in float64, where bf16 or
-fp32 inputs make it exact to rounding, and ranks with a stable sort so equal
-distances go to the smaller database index.
+Queries q [..., Q, D], database x [..., M, D] (the same leading dims: a batch of
+independent problems). Metrics:
+
+    l2   squared Euclidean distance ||q - x||^2, ascending
+    ip   inner product q.x, descending
+    cos  cosine similarity q.x / (||q|| ||x||) (0 when a norm is 0), descending
+
+Ties go to the smaller database index. With exclude_self (self-KNN, Q == M) query i
+never lists database row i.
 """
+
+import math
 
 import torch
 
-# Queries ranked at once: bounds the oracle's [queries, M] distance matrix.
+METRICS = ("l2", "ip", "cos")
+# The API's metric names -> the short names used here and by the schedules.
+METRIC_NAMES = {"l2": "l2", "ip": "ip", "inner_product": "ip", "cosine": "cos", "cos": "cos"}
+
+# Queries scored at once: bounds the [queries, M] score matrix in memory.
 _QUERIES_PER_CHUNK = 1 << 10
 
 
-def sq_norms(t):
-    """||t[i, :]||^2 per row in float32: the `q_sq` / `x_sq` a kernel takes."""
-    t = t.float()
-    return (t * t).sum(-1)
+def largest(metric):
+    """Whether a metric's best neighbours have the largest scores."""
+    if metric not in METRICS:
+        raise ValueError("metric must be one of %s, got %r" % (METRICS, metric))
+    return metric != "l2"
 
 
-def knn(q, x, k, q_sq=None, x_sq=None):
-    """(dist f32 [Q, k] ascending, idx int32 [Q, k]): the k nearest rows of x to each query.
-
-    dist[i, j] = q_sq[i] + x_sq[idx[i, j]] - 2 q[i] . x[idx[i, j]], with the norms
-    computed from q and x unless given; ties go to the smaller index.
-    """
+def scores(q, x, metric):
+    """Exact float64 scores [..., Q, M] of every (query, database row) pair."""
     qd, xd = q.double(), x.double()
-    q_sq = (qd * qd).sum(-1) if q_sq is None else q_sq.double().reshape(-1)
-    x_sq = (xd * xd).sum(-1) if x_sq is None else x_sq.double().reshape(-1)
-    dists, idxs = [], []
-    for i0 in range(0, q.shape[0], _QUERIES_PER_CHUNK):
-        d = q_sq[i0 : i0 + _QUERIES_PER_CHUNK, None] + x_sq[None, :] - 2 * qd[i0 : i0 + _QUERIES_PER_CHUNK] @ xd.T
-        d, i = torch.sort(d, dim=1, stable=True)
-        dists.append(d[:, :k])
-        idxs.append(i[:, :k])
-    return torch.cat(dists).float(), torch.cat(idxs).to(torch.int32)
+    dots = qd @ xd.transpose(-1, -2)
+    if metric == "ip":
+        return dots
+    if metric == "cos":
+        qn = torch.linalg.vector_norm(qd, dim=-1)[..., :, None]
+        xn = torch.linalg.vector_norm(xd, dim=-1)[..., None, :]
+        norms = qn * xn
+        return torch.where(norms > 0, dots / norms.clamp_min(1e-300), torch.zeros_like(dots))
+    largest(metric)
+    # Squared distances from differences would cost Q x M x D memory; the expansion in float64
+    # is exact to about 1e-16 of the norms, far below any tolerance used here.
+    return ((qd * qd).sum(-1)[..., :, None] + (xd * xd).sum(-1)[..., None, :] - 2 * dots).clamp_min(0)
+
+
+def _rank(s, k, best_large):
+    """(values, indices) of the k best entries of each row of s, best first, ties to the smaller index."""
+    key = -s if best_large else s
+    order = torch.sort(key, dim=-1, stable=True).indices[..., :k]
+    return torch.gather(s, -1, order), order
+
+
+def knn(q, x, k, metric="l2", exclude_self=False):
+    """(scores float64 [..., Q, k], indices int64 [..., Q, k]): the k best database rows per query."""
+    best_large = largest(metric)
+    lead = q.shape[:-2]
+    qf, xf = q.reshape(-1, *q.shape[-2:]), x.reshape(-1, *x.shape[-2:])
+    vals, idxs = [], []
+    for b in range(qf.shape[0]):
+        v_b, i_b = [], []
+        for i0 in range(0, qf.shape[1], _QUERIES_PER_CHUNK):
+            s = scores(qf[b, i0 : i0 + _QUERIES_PER_CHUNK], xf[b], metric)
+            if exclude_self:
+                rows = torch.arange(i0, i0 + s.shape[0], device=s.device)
+                s[torch.arange(s.shape[0], device=s.device), rows] = -math.inf if best_large else math.inf
+            v, i = _rank(s, k, best_large)
+            v_b.append(v)
+            i_b.append(i)
+        vals.append(torch.cat(v_b))
+        idxs.append(torch.cat(i_b))
+    return torch.stack(vals).reshape(*lead, -1, k), torch.stack(idxs).reshape(*lead, -1, k)
+
+
+def ranking_scores(q, x, metric):
+    """The scores the score kernels rank by (float64): x_sq - 2 q.x (l2), q.x (ip), q.x / ||x|| (cos)."""
+    qd, xd = q.double(), x.double()
+    dots = qd @ xd.transpose(-1, -2)
+    if metric == "ip":
+        return dots
+    xn = torch.linalg.vector_norm(xd, dim=-1)[..., None, :]
+    if metric == "cos":
+        return torch.where(xn > 0, dots / xn.clamp_min(1e-300), torch.zeros_like(dots))
+    largest(metric)
+    return xn * xn - 2 * dots
+
+
+def partial_lists(q, x, k, owners, metric="l2", exclude_self=False):
+    """(part_v float64 [B, P, Q, k], part_i int64 [B, P, Q, k]): each partial list's k best rows by ranking score.
+
+    `owners` [M] (int64, in [0, P)) says which partial list each database row feeds, as a
+    score kernel's split into ranges and list owners does; an entry with no candidate
+    holds the worst score and index -1.
+    """
+    best_large = largest(metric)
+    worst = -math.inf if best_large else math.inf
+    s = ranking_scores(q, x, metric)
+    b, nq, m = s.shape
+    p = int(owners.max().item()) + 1 if owners.numel() else 1
+    part_v = torch.full((b, p, nq, k), worst, dtype=torch.float64)
+    part_i = torch.full((b, p, nq, k), -1, dtype=torch.int64)
+    if exclude_self:
+        s = s.clone()
+        s[:, torch.arange(nq), torch.arange(nq)] = worst
+    for owner in range(p):
+        cols = torch.nonzero(owners == owner).flatten()
+        if not cols.numel():
+            continue
+        v, i = _rank(s[:, :, cols], min(k, cols.numel()), best_large)
+        kept = v != worst
+        part_v[:, owner, :, : v.shape[-1]] = torch.where(kept, v, part_v[:, owner, :, : v.shape[-1]])
+        part_i[:, owner, :, : v.shape[-1]] = torch.where(kept, cols[i], part_i[:, owner, :, : v.shape[-1]])
+    return part_v, part_i
+
+
+def merge_lists(q, x, part_v, part_i, k, metric="l2"):
+    """(dist, idx) of the merge kernel: the best k entries of the partial lists by ranking score,
+    rescored exactly (float64 here) and sorted by exact score, ties to the smaller index."""
+    best_large = largest(metric)
+    b, p, nq, kk = part_v.shape
+    cand_v = part_v.permute(0, 2, 1, 3).reshape(b, nq, p * kk)
+    cand_i = part_i.permute(0, 2, 1, 3).reshape(b, nq, p * kk)
+    # Rank by (score, index): sort by index first, then stably by score.
+    by_index = torch.sort(cand_i, dim=-1, stable=True).indices
+    cand_v, cand_i = torch.gather(cand_v, -1, by_index), torch.gather(cand_i, -1, by_index)
+    _, order = _rank(cand_v, k, best_large)
+    winners = torch.gather(cand_i, -1, order)
+    exact = scores(q, x, metric)
+    valid = winners >= 0
+    got = torch.gather(exact, -1, winners.clamp_min(0))
+    got = torch.where(valid, got, torch.full_like(got, -math.inf if best_large else math.inf))
+    by_index = torch.sort(winners, dim=-1, stable=True).indices
+    got, winners = torch.gather(got, -1, by_index), torch.gather(winners, -1, by_index)
+    v, order = _rank(got, k, best_large)
+    return v, torch.gather(winners, -1, order)
 
 
 def recall(idx, ref_idx):
-    """Fraction of the reference neighbours (ref_idx [Q, k]) that idx [Q, k] found, over all queries."""
-    found = (idx.long()[:, :, None] == ref_idx.long()[:, None, :]).any(1)
+    """Fraction of the reference neighbours (ref_idx [..., Q, k]) that idx [..., Q, k] found, over all queries."""
+    found = (idx.long()[..., :, None] == ref_idx.long()[..., None, :]).any(-2)
     return found.float().mean().item()

@@ -1,33 +1,74 @@
-"""KNN oracle against brute force."""
+"""KNN oracle against brute force: metrics, ties, exclude_self, batches, partial lists and their merge."""
 
+import math
+
+import pytest
 import torch
 
-from kernels.knn.reference import knn, recall, sq_norms
+from kernels.knn import reference
 
 
-def test_knn_matches_brute_force_sorted_distances():
+def _brute(q, x, k, metric):
+    out = []
+    for i in range(q.shape[0]):
+        s = [reference.scores(q[i : i + 1], x[j : j + 1], metric).item() for j in range(x.shape[0])]
+        order = sorted(range(len(s)), key=lambda j: (-s[j] if metric != "l2" else s[j], j))
+        out.append(order[:k])
+    return out
+
+
+@pytest.mark.parametrize("metric", reference.METRICS)
+def test_knn_matches_brute_force(metric):
     g = torch.Generator().manual_seed(0)
     q, x = torch.randn(6, 8, generator=g), torch.randn(40, 8, generator=g)
-    dist, idx = knn(q, x, 5)
-    assert dist.dtype == torch.float32 and idx.dtype == torch.int32 and dist.shape == idx.shape == (6, 5)
-    full = ((q.double()[:, None] - x.double()[None]) ** 2).sum(-1)
-    want_d, want_i = full.sort(1)
-    assert idx.tolist() == want_i[:, :5].tolist()
-    torch.testing.assert_close(dist.double(), want_d[:, :5], rtol=1e-6, atol=1e-6)
-    assert (dist[:, 1:] >= dist[:, :-1]).all()
+    vals, idx = reference.knn(q, x, 5, metric)
+    assert vals.dtype == torch.float64 and idx.dtype == torch.int64 and vals.shape == idx.shape == (6, 5)
+    assert idx.tolist() == _brute(q, x, 5, metric)
+    step = vals[:, 1:] - vals[:, :-1]
+    assert (step >= 0).all() if metric == "l2" else (step <= 0).all()
 
 
-def test_ties_go_to_the_smaller_index_and_given_norms_are_used():
+def test_ties_go_to_the_smaller_index_and_exclude_self_skips_the_diagonal():
     x = torch.tensor([[1.0, 0.0], [0.0, 1.0], [1.0, 0.0], [5.0, 5.0]])
-    q = torch.zeros(1, 2)
-    dist, idx = knn(q, x, 3)
-    assert idx.tolist() == [[0, 1, 2]] and dist.tolist() == [[1.0, 1.0, 1.0]]
-    x_sq = sq_norms(x)
-    x_sq[3] = -100.0  # pretend row 3 is closest
-    assert knn(q, x, 1, x_sq=x_sq)[1].tolist() == [[3]]
+    vals, idx = reference.knn(torch.zeros(1, 2), x, 3)
+    assert idx.tolist() == [[0, 1, 2]] and vals.tolist() == [[1.0, 1.0, 1.0]]
+    _, idx = reference.knn(x, x, 1, exclude_self=True)
+    assert idx[:, 0].tolist() == [2, 0, 0, 0]
+
+
+def test_batched_problems_are_independent():
+    g = torch.Generator().manual_seed(1)
+    q, x = torch.randn(3, 4, 6, generator=g), torch.randn(3, 20, 6, generator=g)
+    _, idx = reference.knn(q, x, 4, "cos")
+    for b in range(3):
+        assert idx[b].tolist() == reference.knn(q[b], x[b], 4, "cos")[1].tolist()
+
+
+def test_cosine_of_a_zero_row_is_zero():
+    s = reference.scores(torch.zeros(1, 3), torch.ones(2, 3), "cos")
+    assert s.tolist() == [[0.0, 0.0]]
+
+
+def test_partial_lists_and_their_merge_give_the_exact_answer():
+    g = torch.Generator().manual_seed(2)
+    q, x = torch.randn(1, 5, 8, generator=g), torch.randn(1, 70, 8, generator=g)
+    owners = torch.arange(70) % 3
+    part_v, part_i = reference.partial_lists(q, x, 4, owners)
+    assert part_v.shape == (1, 3, 5, 4)
+    assert all(int(j) % 3 == p for p in range(3) for j in part_i[0, p].flatten())
+    dist, idx = reference.merge_lists(q, x, part_v, part_i, 4)
+    want_v, want_i = reference.knn(q, x, 4)
+    assert idx.tolist() == want_i.tolist()
+    torch.testing.assert_close(dist, want_v)
+
+
+def test_partial_lists_pad_short_ranges_with_the_worst_score():
+    q, x = torch.randn(1, 2, 4), torch.randn(1, 3, 4)
+    part_v, part_i = reference.partial_lists(q, x, 5, torch.tensor([0, 0, 1]), metric="ip")
+    assert part_i[0, 1, :, 1:].eq(-1).all() and part_v[0, 1, :, 1:].eq(-math.inf).all()
 
 
 def test_recall_counts_found_reference_neighbours():
     ref = torch.tensor([[0, 1, 2, 3], [4, 5, 6, 7]], dtype=torch.int32)
     got = torch.tensor([[3, 2, 1, 0], [4, 5, 9, 9]], dtype=torch.int32)
-    assert recall(got, ref) == 6 / 8
+    assert reference.recall(got, ref) == 6 / 8

@@ -1,57 +1,537 @@
-"""KNN schedule in CAKE IR: exact k nearest neighbours as GEMM tiles with a top-k merge epilogue.
+"""KNN schedules in CAKE IR: score tiles on the tensor cores, running top-k lists in registers.
 
-A block keeps 64 * consumers queries resident and streams database tiles with their
-squared norms (kernels/gemm/scored.py). Each score tile x_sq[j] - 2 q.x[j] is merged
-into running per-query lists of the k smallest scores; after the last tile the
-query's own norm is added, so the stored distances are true squared L2 distances.
+Exact k nearest neighbours is a GEMM whose epilogue keeps, per query, the k best scores
+seen so far. The database is split into S ranges of T tiles; a score kernel writes one
+sorted partial list per (query, range, list owner) and the merge kernel combines them,
+recomputes the k winners' scores exactly in f32 from the rows and sorts them:
+
+    score kernel  part_v, part_i [B, P, Q, k]    (P partial lists per query)
+    merge kernel  dist, idx      [B, Q, k]
+
+Ranking scores (smaller is better for l2, larger for ip and cos):
+
+    l2   x_sq[j] - 2 q.x[j]         x_sq = ||x[j]||^2   (||q - x[j]||^2 less ||q||^2)
+    ip   q.x[j]
+    cos  q.x[j] * x_inv[j]          x_inv = 1 / ||x[j]|| (0 for a zero row)
+
+Inside a score kernel every thread inserts its own candidates into its own lists
+(TopK scope thread, fully unrolled, groups skipped by a warp vote against the best
+k-th among the lanes sharing the list) and the lanes sharing a list merge once at the
+end of a range (a merge-only TopK). Tiles past the database's end are zero-filled by
+TMA and skipped by the TopK's index limit.
+
+- rows_sm90a (the tuned one): persistent; queries on the wgmma M side, 64 per consumer
+  warpgroup; R row groups x C interleave classes of warpgroups (class c takes tiles
+  j = c mod C of a range, so small Q still keeps several warpgroups busy); TMA ring of
+  database tiles (and their norms), chunked along D for wide features.
+- cols_sm90a (small Q): database rows on the wgmma M side, up to 16 queries on N;
+  per-column lists; each warp's merged lists are one partial list.
+- rows_sm80: cp.async ring + mma.sync, one warp per 16 queries, a block per
+  (query block, range, batch).
+- rows_sm100a: tcgen05 into tensor memory, one query per thread (lists need no merge).
+- merge: one warp per query; lanes insert partial lists, a warp merge, Rescore, sort.
 """
 
+import contextlib
+import math
+
 from compiler.ir.builder import KernelBuilder, block
-from kernels.gemm.scored import score_stream_sm90a
+from compiler.ir.expr import ceil_div
+from kernels.gemm.idioms import cp_async_ring, init_barriers, swizzle_for
+
+INF = math.inf
+METRICS = ("l2", "ip", "cos")
+ESIZE = {"bf16": 2, "f16": 2, "f32": 4}
+MAX_M = (1 << 31) - (1 << 24)  # leaves room for the last range's tile indices in int32
 
 
-def topk_sm90a(d=128, k=16, block_m=128, stages=3, consumers=2, dtype="bf16", name="knn_topk_sm90a"):
-    """TMA ring of database tiles + wgmma; top-k merge (k <= 32) across each query's quad per tile."""
-    assert 1 <= k <= 32, "the top-k merge keeps at most 32 candidates per query in registers"
-    block_q = 64 * consumers
-    kb = KernelBuilder(name, target="sm_90a")
-    q_n = kb.symbol("Q", min=block_q, max=1 << 24, doc="queries")
-    m = kb.symbol("M", min=block_m, max=1 << 28, doc="database rows")
-    dd = kb.symbol("D", min=d, max=d, value=d, doc="features (the kernel is specialized to it)")
-    kk = kb.symbol("k", min=k, max=k, value=k, doc="neighbours per query (the kernel is specialized to it)")
+def largest(metric):
+    """Whether a metric keeps the largest scores."""
+    return metric != "l2"
+
+
+def _check(metric, k, dtype):
+    if metric not in METRICS:
+        raise ValueError("metric must be one of %s, got %r" % (METRICS, metric))
+    if not 1 <= k <= 64:
+        raise ValueError("k must be in [1, 64] for register lists, got %d" % k)
+    if dtype not in ("bf16", "f16"):
+        raise ValueError("score kernels read bf16 or f16 tiles, got %r" % dtype)
+
+
+def _score_contract(kb, d, k, metric, exclude_self, lists_per_range, dtype, seeded=False):
+    """Symbols, contract and params shared by the score kernels; returns their handles (and the seed's)."""
+    b = kb.symbol("B", min=1, max=1 << 16, doc="independent problems (batch)")
+    q_n = kb.symbol("Q", min=1, max=1 << 26, doc="queries per problem")
+    m = kb.symbol("M", min=1, max=MAX_M, doc="database rows per problem")
+    dd = kb.symbol("D", min=8, max=d, doc="features; tiles are %d wide and TMA zero-fills the rest" % d)
+    s = kb.symbol("S", min=1, max=1 << 16, doc="database ranges (splits)")
+    t = kb.symbol("T", min=1, max=1 << 24, doc="tiles per range")
+    kk = kb.symbol("k", min=k, max=k, value=k, doc="entries per list (the kernel is specialized to it)")
+    score = {"l2": "x_sq[b, j] - 2 q.x", "ip": "q.x", "cos": "q.x * x_inv[b, j]"}[metric]
     kb.contract(
-        math="(dist[i, :], idx[i, :]) = the k smallest of q_sq[i] + x_sq[j] - 2 sum_d q[i, d] x[j, d] over j,"
-        " ascending, ties to the smaller j; q_sq, x_sq are the rows' squared norms",
-        reference="kernels.knn.reference.knn",
+        math="(part_v[b, p, i, :], part_i[b, p, i, :]) = the k %s of %s over the database rows j of partial list p"
+        " of query i, best first, ties to the smaller j%s; x_sq = ||x[b, j]||^2, x_inv = 1 / ||x[b, j]||"
+        % ("largest" if largest(metric) else "smallest", score, ", j != i" if exclude_self else "")
+        + ("; lists start at (seed[b, i], -1): candidates must beat the seed, a bound on the k-th score of the"
+           " whole database (entries still at the seed have index -1)" if seeded else ""),
+        reference="kernels.knn.reference.partial_lists",
         metric="recall",
         tolerance=0.99,
     )
-    kb.require(q_n % block_q == 0, "Q comes in whole %d-query blocks" % block_q)
-    kb.require(m % block_m == 0, "M comes in whole %d-row tiles" % block_m)
-    q = kb.tensor("q", dtype, [q_n, dd], doc="queries, features contiguous")
-    x = kb.tensor("x", dtype, [m, dd], doc="database, features contiguous")
-    q_sq = kb.tensor("q_sq", "f32", [q_n], doc="squared query norms, from q as stored")
-    x_sq = kb.tensor("x_sq", "f32", [m], doc="squared database norms, from x as stored")
-    dist = kb.tensor("dist", "f32", [q_n, kk], access="write", doc="squared distances, ascending")
-    idx = kb.tensor("idx", "i32", [q_n, kk], access="write", doc="database rows of the neighbours")
-    kb.grid(q_n // block_q)
-    # Per-query lists: like wgmma_rows, each row's values live with the quad that owns the row.
+    kb.require(dd % 8 == 0, "rows of q and x start 16-byte aligned (TMA)")
+    q = kb.tensor("q", dtype, [b, q_n, dd], doc="queries, features contiguous")
+    x = kb.tensor("x", dtype, [b, m, dd], doc="database rows, features contiguous")
+    col = None
+    if metric != "ip":
+        mp = kb.symbol("MP", min=4, max=MAX_M, doc="length of col's rows: M rounded up to a multiple of 4")
+        kb.require(mp % 4 == 0, "rows of col start 16-byte aligned (TMA)")
+        kb.require((mp >= m) & (mp < m + 4), "MP is M rounded up to a multiple of 4")
+        col = kb.tensor("col", "f32", [b, mp], doc="per database row: ||x||^2 (l2) or 1 / ||x|| (cos); 0 past M")
+    p = kb.symbol("P", min=lists_per_range, max=1 << 20, doc="partial lists of the workspace (lists past S * %d are not written)"
+                  % lists_per_range)
+    kb.require(p >= s * lists_per_range, "the workspace holds the %d partial lists of every range" % lists_per_range)
+    part_v = kb.tensor("part_v", "f32", [b, p, q_n, kk], access="write", doc="partial lists' scores, best first")
+    part_i = kb.tensor("part_i", "i32", [b, p, q_n, kk], access="write", doc="partial lists' database rows")
+    seed = kb.tensor("seed", "f32", [b, q_n], doc="per query: the score a candidate must beat (a bound on the k-th)") if seeded else None
+    return b, q_n, m, dd, s, t, q, x, col, part_v, part_i, seed
+
+
+def register_split(consumers):
+    """(producer, consumer) setmaxnreg budgets: the producer warpgroup hands its share to the consumers.
+
+    setmaxnreg moves registers within the block's launch allocation (65536 / threads each,
+    in steps of 8), so the budgets times their threads must fit it.
+    """
+    entry = (65536 // (128 * (consumers + 1))) // 8 * 8
+    producer = 40  # the persistent walk's index arithmetic spills below 40
+    return producer, min(240, (entry * (consumers + 1) - producer) // consumers // 8 * 8)
+
+
+def _start_lists(r, metric, best_v, best_i, seed, start, origin):
+    """Empty lists: the worst score, or the query's seed (a bound on its k-th score), with index -1."""
+    if seed is None:
+        r.fill(best_v.all, -INF if largest(metric) else INF)
+    else:
+        r.copy(seed[origin], start.all)
+        r.ew("copy", best_v.all, start.all)
+    r.fill(best_i.all, -1)
+
+
+@contextlib.contextmanager
+def _slabs(r, chunks):
+    """A loop over a tile's D slabs, yielding the slab; no loop (slab 0) when the tile is one slab."""
+    if chunks == 1:
+        yield 0
+        return
+    with r.loop("c", 0, chunks) as c:
+        yield c
+
+
+def _epilogue(r, metric, acc, col_tile):
+    """Turn a q.x tile into the ranking score."""
+    if metric == "l2":
+        r.ew("fma", acc, acc, -2.0, col_tile)
+    elif metric == "cos":
+        r.ew("mul", acc, acc, col_tile)
+
+
+def rows_sm90a(d=128, dk=None, block_n=64, stages=5, q_stages=2, row_groups=4, interleave=1, k=10, metric="l2",
+               exclude_self=False, seeded=False, dtype="bf16", name=None):
+    """Persistent rows-layout score kernel: queries on wgmma M, database tiles through a TMA ring.
+
+    Work items are (problem, query block of 64 * row_groups, range); each of the
+    row_groups * interleave consumer warpgroups owns 64 queries and the tiles
+    j = class (mod interleave) of the item's range, and writes one partial list per
+    query: P = S * interleave. The ring streams [block_n, dk] slabs (d / dk per tile,
+    accumulated by wgmma), so resident queries of width d and the ring fit shared memory.
+    """
+    _check(metric, k, dtype)
+    dk = dk or d
+    if d % dk or dk % 64 and dk != d:
+        raise ValueError("d must be a multiple of the slab width dk (a multiple of 64)")
+    consumers = row_groups * interleave
+    block_q = 64 * row_groups
+    chunks = d // dk
+    if stages < (interleave - 1) * chunks + 1:
+        # A class waits on a ring round (interleave - 1) * chunks + 1 after its previous one: with fewer
+        # stages a slot could complete twice unseen and its phase parity would answer for another round.
+        raise ValueError("interleave %d with %d slabs per tile needs at least %d stages, got %d"
+                         % (interleave, chunks, (interleave - 1) * chunks + 1, stages))
+    name = name or "knn_rows_sm90a"
+    kb = KernelBuilder(name, target="sm_90a")
+    b, q_n, m, dd, s, t, q, x, col, part_v, part_i, seed = _score_contract(kb, d, k, metric, exclude_self, interleave, dtype,
+                                                                         seeded)
+    kb.require(t % interleave == 0, "each interleave class takes the same number of tiles of a range")
+    kb.require(s * t * block_n >= m, "the ranges cover the database")
+    if exclude_self:
+        kb.require(q_n == m, "self-KNN: query i is database row i")
+    kb.persistent(min_blocks_per_sm=1)
+    swizzle = swizzle_for(min(d, dk) * 2)
+    s_q = kb.shared("sQ", dtype, [block_q, d], stages=q_stages, swizzle=swizzle)
+    s_x = kb.shared("sX", dtype, [block_n, dk], stages=stages, swizzle=swizzle)
+    ring = [s_x]
+    s_col = None
+    if col is not None:
+        s_col = kb.shared("sCol", "f32", [block_n], stages=stages)
+        ring.append(s_col)
+    acc = kb.registers("acc", "f32", [64, block_n], layout="wgmma_acc", owner="mma")
     best_v = kb.registers("best_v", "f32", [64, k], layout="wgmma_rows", owner="mma")
     best_i = kb.registers("best_i", "i32", [64, k], layout="wgmma_rows", owner="mma")
-    qs = kb.registers("qs", "f32", [64], layout="wgmma_rows", owner="mma")
+    start = kb.registers("start", "f32", [64], layout="wgmma_rows", owner="mma") if seeded else None
+    q_bytes = block_q * d * 2
+    slab_bytes = block_n * dk * 2 + (block_n * 4 if col is not None else 0)
+    q_full = kb.mbarrier("q_full", arrivals=1, count=q_stages, tx_bytes=q_bytes)
+    q_empty = kb.mbarrier("q_empty", arrivals=consumers, count=q_stages)
+    full = kb.mbarrier("full", arrivals=1, count=stages, tx_bytes=slab_bytes)
+    empty = kb.mbarrier("empty", arrivals=row_groups, count=stages)
+    wg_done = kb.named_barrier("wg_done", threads=128, count=consumers) if col is not None else None
+    kb.pipeline("q_ring", q_stages, q_full, q_empty, [s_q], producer="load", consumers=["mma"])
+    kb.pipeline("x_ring", stages, full, empty, ring, producer="load", consumers=["mma"])
 
-    def start(r):
-        r.fill(best_v.all, float("inf"))
-        r.fill(best_i.all, 0)
+    q_blocks = ceil_div(q_n, block_q)
+    items = b * q_blocks * s
 
-    def tile(r, score, t):
-        r.top_k(score, 1, k, t * block_m, best_v.all, best_i.all, "lanes")
+    def item_coords(item):
+        return item // (q_blocks * s), (item // s) % q_blocks * block_q, item % s
 
-    def finish(r, row0):
-        r.copy(q_sq[row0], qs.all)
-        r.ew("add", best_v.all, best_v.all, qs.all)
-        r.copy(best_v.all, dist[row0, 0])
-        r.copy(best_i.all, idx[row0, 0])
+    producer_regs, consumer_regs = register_split(consumers)
 
-    score_stream_sm90a(kb, q, x, x_sq, (), m, d, dtype, block_m, stages, consumers, start, tile, finish)
+    with kb.role("load", "producer", warpgroups=1, registers=producer_regs) as r:
+        init_barriers(r, q_full, q_empty, full, empty)
+        with r.if_((r.warp == 0) & r.elected):
+            with r.tiles("item", items, counter="it") as (item, it):
+                bi, q0, si = item_coords(item)
+                r.wait(q_empty.round(it))
+                r.expect_tx(q_full.round(it), q_bytes)
+                r.tma_load(q[bi, q0, 0], s_q[it % q_stages], q_full.round(it))
+                with r.loop("j", 0, t) as j:
+                    row0 = (si * t + j) * block_n
+                    with _slabs(r, chunks) as c:
+                        rnd = (it * t + j) * chunks + c if chunks > 1 else it * t + j
+                        r.wait(empty.round(rnd))
+                        r.expect_tx(full.round(rnd), slab_bytes)
+                        r.tma_load(x[bi, row0, c * dk], s_x[rnd % stages], full.round(rnd))
+                        if s_col is not None:
+                            r.tma_load(col[bi, row0], s_col[rnd % stages], full.round(rnd))
+
+    with kb.role("mma", "consumer", warpgroups=consumers, registers=consumer_regs) as r:
+        r.block_sync()
+        leader = (r.warp % 4 == 0) & r.elected
+        # Warpgroup w scores queries of row group w % R on the tiles of class w / R (spelled simply
+        # when there is one class or one group).
+        group = r.warpgroup if interleave == 1 else (0 if row_groups == 1 else r.warpgroup % row_groups)
+        cls = 0 if interleave == 1 else (r.warpgroup if row_groups == 1 else r.warpgroup // row_groups)
+        with r.tiles("item", items, counter="it") as (item, it):
+            bi, q0, si = item_coords(item)
+            _start_lists(r, metric, best_v, best_i, seed, start, (bi, q0 + group * 64))
+            r.wait(q_full.round(it))
+            with r.loop("jj", 0, t // interleave if interleave > 1 else t) as jj:
+                j = jj * interleave + cls if interleave > 1 else jj
+                row0 = (si * t + j) * block_n
+                with _slabs(r, chunks) as c:
+                    rnd = (it * t + j) * chunks + c if chunks > 1 else it * t + j
+                    r.wait(full.round(rnd))
+                    qs = s_q.tile(it % q_stages, window=[(group * 64, 64), (c * dk, dk)])
+                    r.mma("wgmma", qs, s_x[rnd % stages], acc.all, accumulate=c > 0 if chunks > 1 else 0)
+                    r.mma_wait(0)
+                    last = jj == (t // interleave if interleave > 1 else t) - 1
+                    with r.if_((last & (c == chunks - 1) if chunks > 1 else last) & leader):
+                        r.arrive(q_empty.round(it))  # no more wgmma reads this item's queries
+                    if s_col is not None:
+                        if chunks > 1:
+                            with r.if_(c == chunks - 1):
+                                _epilogue(r, metric, acc.all, s_col[rnd % stages])
+                        else:
+                            _epilogue(r, metric, acc.all, s_col[rnd % stages])
+                        # Every thread's reads of this slot's norms are done.
+                        r.named_sync(wg_done, index=r.warpgroup)
+                    with r.if_(leader):
+                        r.arrive(empty.round(rnd))
+                r.top_k(acc.all, 1, k, row0, best_v.all, best_i.all, "thread", largest=largest(metric),
+                        index_limit=m, exclude_base=q0 + group * 64 if exclude_self else None, vote=True)
+            r.top_k_merge(best_v.all, best_i.all, k, "lanes", largest=largest(metric))
+            p = si * interleave + cls if interleave > 1 else si
+            r.copy(best_v.all, part_v[bi, p, q0 + group * 64, 0])
+            r.copy(best_i.all, part_i[bi, p, q0 + group * 64, 0])
     return kb.build()
+
+
+def cols_sm90a(d=128, block_q=16, stages=4, consumers=2, k=10, metric="l2", exclude_self=False, seeded=False, dtype="bf16",
+               name=None):
+    """Small-Q score kernel: database rows on wgmma M (64 per consumer warpgroup), block_q queries on N.
+
+    A ring round holds 64 * consumers database rows; warpgroup w scores rows
+    w * 64 .. w * 64 + 63 against the resident queries into a [64, block_q] tile and
+    inserts each column (query) into per-column lists. At the end of a range the eight
+    lanes of a warp that share a column merge, and each warp writes its lists as one
+    partial list: P = S * 4 * consumers.
+    """
+    _check(metric, k, dtype)
+    name = name or "knn_cols_sm90a"
+    kb = KernelBuilder(name, target="sm_90a")
+    lists = 4 * consumers
+    b, q_n, m, dd, s, t, q, x, col, part_v, part_i, seed = _score_contract(kb, d, k, metric, exclude_self, lists, dtype,
+                                                                         seeded)
+    block_m = 64 * consumers
+    kb.require(s * t * block_m >= m, "the ranges cover the database")
+    if exclude_self:
+        kb.require(q_n == m, "self-KNN: query i is database row i")
+    kb.persistent(min_blocks_per_sm=1)
+    swizzle = swizzle_for(d * 2)
+    s_q = kb.shared("sQ", dtype, [block_q, d], swizzle=swizzle)
+    s_x = kb.shared("sX", dtype, [block_m, d], stages=stages, swizzle=swizzle)
+    ring = [s_x]
+    s_col = None
+    if col is not None:
+        s_col = kb.shared("sCol", "f32", [block_m], stages=stages)
+        ring.append(s_col)
+    acc = kb.registers("acc", "f32", [64, block_q], layout="wgmma_acc", owner="mma")
+    rows = kb.registers("rows", "f32", [64], layout="wgmma_rows", owner="mma") if col is not None else None
+    best_v = kb.registers("best_v", "f32", [block_q, k], layout="wgmma_cols", owner="mma")
+    best_i = kb.registers("best_i", "i32", [block_q, k], layout="wgmma_cols", owner="mma")
+    start = kb.registers("start", "f32", [block_q], layout="wgmma_cols", owner="mma") if seeded else None
+    q_bytes = block_q * d * 2
+    slab_bytes = block_m * d * 2 + (block_m * 4 if col is not None else 0)
+    q_full = kb.mbarrier("q_full", arrivals=1, tx_bytes=q_bytes)
+    q_empty = kb.mbarrier("q_empty", arrivals=consumers)
+    full = kb.mbarrier("full", arrivals=1, count=stages, tx_bytes=slab_bytes)
+    empty = kb.mbarrier("empty", arrivals=consumers, count=stages)
+    wg_done = kb.named_barrier("wg_done", threads=128, count=consumers) if col is not None else None
+    kb.pipeline("q_ring", 1, q_full, q_empty, [s_q], producer="load", consumers=["mma"])
+    kb.pipeline("x_ring", stages, full, empty, ring, producer="load", consumers=["mma"])
+    q_blocks = ceil_div(q_n, block_q)
+    items = b * q_blocks * s
+
+    def item_coords(item):
+        return item // (q_blocks * s), (item // s) % q_blocks * block_q, item % s
+
+    producer_regs, consumer_regs = register_split(consumers)
+    with kb.role("load", "producer", warpgroups=1, registers=producer_regs) as r:
+        init_barriers(r, q_full, q_empty, full, empty)
+        with r.if_((r.warp == 0) & r.elected):
+            with r.tiles("item", items, counter="it") as (item, it):
+                bi, q0, si = item_coords(item)
+                r.wait(q_empty.round(it))
+                r.expect_tx(q_full.round(it), q_bytes)
+                r.tma_load(q[bi, q0, 0], s_q.all, q_full.round(it))
+                with r.loop("j", 0, t) as j:
+                    rnd = it * t + j
+                    row0 = (si * t + j) * block_m
+                    r.wait(empty.round(rnd))
+                    r.expect_tx(full.round(rnd), slab_bytes)
+                    r.tma_load(x[bi, row0, 0], s_x[rnd % stages], full.round(rnd))
+                    if s_col is not None:
+                        r.tma_load(col[bi, row0], s_col[rnd % stages], full.round(rnd))
+
+    with kb.role("mma", "consumer", warpgroups=consumers, registers=consumer_regs) as r:
+        r.block_sync()
+        leader = (r.warp % 4 == 0) & r.elected
+        with r.tiles("item", items, counter="it") as (item, it):
+            bi, q0, si = item_coords(item)
+            _start_lists(r, metric, best_v, best_i, seed, start, (bi, q0))
+            r.wait(q_full.round(it))
+            with r.loop("j", 0, t) as j:
+                rnd = it * t + j
+                row0 = (si * t + j) * block_m + r.warpgroup * 64
+                r.wait(full.round(rnd))
+                r.mma("wgmma", s_x.tile(rnd % stages, window=[(r.warpgroup * 64, 64), (0, d)]), s_q.all, acc.all,
+                      accumulate=0)
+                r.mma_wait(0)
+                with r.if_((j == t - 1) & leader):
+                    r.arrive(q_empty.round(it))
+                if s_col is not None:
+                    r.copy(s_col.tile(rnd % stages, window=[(r.warpgroup * 64, 64)]), rows.all)
+                    r.named_sync(wg_done, index=r.warpgroup)  # every thread's norm reads are done
+                with r.if_(leader):
+                    r.arrive(empty.round(rnd))
+                if s_col is not None:
+                    _epilogue(r, metric, acc.all, rows.all)
+                r.top_k(acc.all, 0, k, row0, best_v.all, best_i.all, "thread", largest=largest(metric),
+                        index_limit=m, exclude_base=q0 if exclude_self else None, vote=True)
+            r.top_k_merge(best_v.all, best_i.all, k, "lanes", largest=largest(metric))
+            p = (si * consumers + r.warpgroup) * 4 + r.warp % 4
+            r.copy(best_v.all, part_v[bi, p, q0, 0])
+            r.copy(best_i.all, part_i[bi, p, q0, 0])
+    return kb.build()
+
+
+def merge(k=10, warps=4, metric="l2", dtype="bf16", index_dtype="i32", rescore=True, target="sm_90a", name=None):
+    """Final lists: one warp per query merges its P partial lists, rescores the k winners exactly, sorts them.
+
+    Lane l inserts partial lists l, l + 32, ... (split order, so each lane's candidates
+    arrive in index order) into its own list; a warp merge combines the lanes' lists;
+    Rescore replaces the ranking scores by exact f32 scores from the rows (squared L2
+    distance clamped at 0, inner product, or cosine similarity), and a sort restores
+    the order (ties to the smaller index). Lane 0 writes the result.
+    """
+    if metric not in METRICS:
+        raise ValueError("metric must be one of %s, got %r" % (METRICS, metric))
+    if dtype not in ESIZE:
+        raise ValueError("merge reads bf16, f16 or f32 rows, got %r" % dtype)
+    if index_dtype not in ("i32", "i64"):
+        raise ValueError("merge writes i32 or i64 indices, got %r" % index_dtype)
+    name = name or "knn_merge"
+    kb = KernelBuilder(name, target=target)
+    b = kb.symbol("B", min=1, max=1 << 16, doc="independent problems (batch)")
+    q_n = kb.symbol("Q", min=1, max=1 << 26, doc="queries per problem")
+    m = kb.symbol("M", min=1, max=MAX_M, doc="database rows per problem")
+    dd = kb.symbol("D", min=1, max=1 << 12, doc="features (the rescore loops over them at run time)")
+    p_n = kb.symbol("P", min=32, max=1 << 20, doc="partial lists per query, padded to whole warps")
+    kk = kb.symbol("k", min=k, max=k, value=k, doc="neighbours per query (the kernel is specialized to it)")
+    what = {"l2": "||q[b, i] - x[b, j]||^2 (smallest)", "ip": "q[b, i].x[b, j] (largest)",
+            "cos": "cos(q[b, i], x[b, j]) (largest)"}[metric]
+    kb.contract(
+        math=("(dist[b, i, :], idx[b, i, :]) = the k best j of %s among the entries of part_i[b, :, i, :] ranked by"
+              " part_v, rescored exactly in f32 and sorted, ties to the smaller j" % what) if rescore else
+        "(dist[b, i, :], idx[b, i, :]) = the k best entries of the partial lists part_v/part_i[b, :, i, :] by their"
+        " ranking scores, ties to the smaller index",
+        reference="kernels.knn.reference.merge_lists",
+        metric="recall",
+        tolerance=0.99,
+    )
+    kb.require(p_n % 32 == 0, "lanes take whole rounds of partial lists (padding lists hold the worst score, index -1)")
+    q = kb.tensor("q", dtype, [b, q_n, dd], doc="queries")
+    x = kb.tensor("x", dtype, [b, m, dd], doc="database rows")
+    part_v = kb.tensor("part_v", "f32", [b, p_n, q_n, kk], doc="partial lists' ranking scores, best first")
+    part_i = kb.tensor("part_i", "i32", [b, p_n, q_n, kk], doc="partial lists' database rows (-1: empty entry)")
+    dist = kb.tensor("dist", "f32", [b, q_n, kk], access="write", doc="exact scores of the neighbours, best first")
+    idx = kb.tensor("idx", index_dtype, [b, q_n, kk], access="write", doc="database rows of the neighbours")
+    kb.grid(ceil_div(q_n, warps), b)
+    worst = -INF if largest(metric) else INF
+    cand_v = kb.registers("cand_v", "f32", [k], layout="per_thread", owner="main")
+    cand_i = kb.registers("cand_i", "i32", [k], layout="per_thread", owner="main")
+    best_v = kb.registers("best_v", "f32", [k], layout="per_thread", owner="main")
+    best_i = kb.registers("best_i", "i32", [k], layout="per_thread", owner="main")
+    rescore_metric = {"l2": "l2", "ip": "inner_product", "cos": "cosine"}[metric]
+    with kb.role("main", "compute", warps=warps) as r:
+        bi, qi = block.y, block.x * warps + r.warp
+        r.fill(best_v.all, worst)
+        r.fill(best_i.all, -1)
+        with r.loop("c", 0, p_n // 32, unroll=4) as c:
+            r.copy(part_v[bi, c * 32 + r.lane, qi, 0], cand_v.all)
+            r.copy(part_i[bi, c * 32 + r.lane, qi, 0], cand_i.all)
+            r.top_k(cand_v.all, 0, k, 0, best_v.all, best_i.all, "thread", largest=largest(metric), src_indices=cand_i.all)
+        r.top_k_merge(best_v.all, best_i.all, k, "warp", largest=largest(metric))
+        with r.if_(qi < q_n):
+            if rescore:
+                r.rescore(best_v.all, best_i.all, q[bi, qi, 0], x[bi, 0, 0], rescore_metric)
+                r.top_k_merge(best_v.all, best_i.all, k, "thread", largest=largest(metric))
+            with r.if_(r.lane == 0):
+                r.copy(best_v.all, dist[bi, qi, 0])
+                r.copy(best_i.all, idx[bi, qi, 0])
+    return kb.build()
+
+
+def rows_sm80(d=128, block_q=128, block_n=64, stages=3, k=10, metric="l2", dtype="bf16", name=None):
+    """sm_80 score kernel: a cp.async ring of database tiles; warp w scores queries 16 w .. 16 w + 15 with mma.sync.
+
+    A block per (query block, range, problem): grid (ceil(Q / block_q), S, B); one
+    partial list per query and range (P = S).
+    """
+    _check(metric, k, dtype)
+    name = name or "knn_rows_sm80"
+    kb = KernelBuilder(name, target="sm_80")
+    b, q_n, m, dd, s, t, q, x, col, part_v, part_i, _ = _score_contract(kb, d, k, metric, False, 1, dtype)
+    kb.require(s * t * block_n >= m, "the ranges cover the database")
+    kb.grid(ceil_div(q_n, block_q), s, b)
+    swizzle = swizzle_for(d * 2)
+    s_q = kb.shared("sQ", dtype, [block_q, d], swizzle=swizzle)
+    s_x = kb.shared("sX", dtype, [block_n, d], stages=stages, swizzle=swizzle)
+    s_col = kb.shared("sCol", "f32", [block_n], stages=stages) if col is not None else None
+    acc = kb.registers("acc", "f32", [16, block_n], layout="mma_acc", owner="main")
+    best_v = kb.registers("best_v", "f32", [16, k], layout="mma_rows", owner="main")
+    best_i = kb.registers("best_i", "i32", [16, k], layout="mma_rows", owner="main")
+    bi, si, q0 = block.z, block.y, block.x * block_q
+    with kb.role("main", "compute", warps=block_q // 16) as r:
+
+        def issue(j):
+            row0 = (si * t + j) * block_n
+            r.cp_async(x[bi, row0, 0], s_x[j % stages])
+            if s_col is not None:
+                r.cp_async(col[bi, row0], s_col[j % stages])
+
+        r.fill(best_v.all, -INF if largest(metric) else INF)
+        r.fill(best_i.all, -1)
+        r.cp_async(q[bi, q0, 0], s_q.all)  # the oldest group: complete once round 0's are
+        with cp_async_ring(r, "j", t, stages, groups=2 if s_col is not None else 1, issue=issue) as j:
+            r.mma("mma_sync", s_q.tile(window=[(r.warp * 16, 16), (0, d)]), s_x[j % stages], acc.all, accumulate=0)
+            if s_col is not None:
+                _epilogue(r, metric, acc.all, s_col[j % stages])
+            r.top_k(acc.all, 1, k, (si * t + j) * block_n, best_v.all, best_i.all, "thread", largest=largest(metric),
+                    index_limit=m, vote=True)
+        r.top_k_merge(best_v.all, best_i.all, k, "lanes", largest=largest(metric))
+        r.copy(best_v.all, part_v[bi, si, q0 + r.warp * 16, 0])
+        r.copy(best_i.all, part_i[bi, si, q0 + r.warp * 16, 0])
+    return kb.build()
+
+
+def rows_sm100a(d=128, block_n=128, stages=3, epilogue_cols=32, k=10, metric="l2", dtype="bf16", name=None):
+    """sm_100a score kernel: tcgen05 [128 queries, block_n] tiles in tensor memory, one query per thread.
+
+    One warpgroup owns the accumulator: an elected thread of warp 0 issues each tile's
+    MMA and commits it to the ring's empty barrier and to acc_full; all 128 threads
+    drain it epilogue_cols columns at a time (thread t holds query t) and insert into
+    their own lists, so no merge is needed. A block per (query block, range, problem).
+    """
+    _check(metric, k, dtype)
+    block_q = 128
+    name = name or "knn_rows_sm100a"
+    kb = KernelBuilder(name, target="sm_100a")
+    b, q_n, m, dd, s, t, q, x, col, part_v, part_i, _ = _score_contract(kb, d, k, metric, False, 1, dtype)
+    kb.require(s * t * block_n >= m, "the ranges cover the database")
+    kb.grid(ceil_div(q_n, block_q), s, b)
+    swizzle = swizzle_for(d * 2)
+    s_q = kb.shared("sQ", dtype, [block_q, d], swizzle=swizzle)
+    s_x = kb.shared("sX", dtype, [block_n, d], stages=stages, swizzle=swizzle)
+    tacc = kb.tensor_memory("tacc", "f32", [block_q, block_n], owner="mma")
+    score = kb.registers("score", "f32", [block_q, epilogue_cols], layout="row_per_thread", owner="mma")
+    cvec = kb.registers("cvec", "f32", [epilogue_cols], layout="per_thread", owner="mma") if col is not None else None
+    best_v = kb.registers("best_v", "f32", [block_q, k], layout="row_per_thread", owner="mma")
+    best_i = kb.registers("best_i", "i32", [block_q, k], layout="row_per_thread", owner="mma")
+    q_full = kb.mbarrier("q_full", arrivals=1, tx_bytes=block_q * d * 2)
+    full = kb.mbarrier("full", arrivals=1, count=stages, tx_bytes=block_n * d * 2)
+    empty = kb.mbarrier("empty", arrivals=1, count=stages)
+    acc_full = kb.mbarrier("acc_full", arrivals=1)
+    wg = kb.named_barrier("wg", threads=block_q)
+    kb.pipeline("ring", stages, full, empty, [s_x], producer="load", consumers=["mma"])
+    bi, si, q0 = block.z, block.y, block.x * block_q
+
+    with kb.role("mma", "consumer", warpgroups=1) as r:
+        issuer = (r.warp == 0) & r.elected
+        r.block_sync()
+        r.fill(best_v.all, -INF if largest(metric) else INF)
+        r.fill(best_i.all, -1)
+        with r.if_(issuer):
+            r.wait(q_full[0], phase=0)
+        with r.loop("j", 0, t) as j:
+            row0 = (si * t + j) * block_n
+            with r.if_(issuer):
+                r.wait(full.round(j))
+                r.mma("tcgen05", s_q.all, s_x[j % stages], tacc.all, accumulate=0)
+                r.mma_commit(empty.round(j))
+                r.mma_commit(acc_full[0])
+            r.named_sync(wg)  # the issuer rejoins its warp before the warp-collective tcgen05.ld
+            r.wait(acc_full[0], phase=j % 2)
+            with r.loop("e", 0, block_n // epilogue_cols) as e:
+                c0 = e * epilogue_cols
+                r.tmem_load(tacc.tile(window=[(0, block_q), (c0, epilogue_cols)]), score.all)
+                if cvec is not None:
+                    r.copy(col[bi, row0 + c0], cvec.all)
+                    _epilogue(r, metric, score.all, cvec.all)
+                r.top_k(score.all, 1, k, row0 + c0, best_v.all, best_i.all, "thread", largest=largest(metric),
+                        index_limit=m, vote=True)
+            r.named_sync(wg)  # the accumulator is drained by every thread before the next issue into it
+        r.copy(best_v.all, part_v[bi, si, q0, 0])
+        r.copy(best_i.all, part_i[bi, si, q0, 0])
+    with kb.role("load", "producer", warps=1) as r:
+        init_barriers(r, q_full, full, empty, acc_full)
+        with r.if_(r.elected):
+            r.expect_tx(q_full[0], block_q * d * 2)
+            r.tma_load(q[bi, q0, 0], s_q.all, q_full[0])
+            with r.loop("j", 0, t) as j:
+                r.wait(empty.round(j))
+                r.expect_tx(full.round(j), block_n * d * 2)
+                r.tma_load(x[bi, (si * t + j) * block_n, 0], s_x[j % stages], full.round(j))
+    return kb.build()
+

@@ -1,31 +1,87 @@
-"""KNN schedule: builds across k and tile sizes; the epilogue merges every tile into running top-k lists."""
+"""KNN schedules: every parameter set the API plans verifies clean and lowers with register lists.
+
+The lists must stay in registers (a run-time index would put them in local memory), so the
+generated CUDA may index a list only by literals; the tile loop holds only per-thread
+insertions, and each list is merged once, after it.
+"""
+
+import re
 
 import pytest
 from cake.ir.v1 import ir_pb2
 
 from compiler.ir.paths import walk
-from kernels.knn.schedules import topk_sm90a
+from compiler.lower import lower
+from compiler.verify import format_diagnostic, has_errors, verify
+from kernels.knn import plan, schedules
+
+PLANNED = [
+    (1, 65536, 65536, 128, 10), (1, 128, 10_000_000, 128, 10), (1, 1, 1_000_000, 128, 10), (4, 1000, 100_000, 64, 32),
+    (1, 16, 4096, 512, 1), (2, 300, 5000, 1024, 5), (1, 50_000, 20_000_000, 128, 8), (1, 200, 100_000, 256, 16),
+]
+
+
+def _clean(kernel):
+    diags = verify(kernel)
+    assert not has_errors(diags), "\n".join(format_diagnostic(d) for d in diags)
 
 
 def _ops(kernel, kind):
-    return [getattr(n, kind) for _, n in walk(kernel) if isinstance(n, ir_pb2.Op) and n.WhichOneof("kind") == kind]
+    return [(p, getattr(n, kind)) for p, n in walk(kernel) if isinstance(n, ir_pb2.Op) and n.WhichOneof("kind") == kind]
 
 
-@pytest.mark.parametrize("k, block_m, consumers", [(1, 256, 2), (16, 128, 2), (32, 64, 1)])
-def test_topk_merges_every_database_tile(k, block_m, consumers):
-    kernel = topk_sm90a(k=k, block_m=block_m, consumers=consumers, stages=2)
-    (top,) = _ops(kernel, "top_k")
-    assert top.k == k and not top.largest and top.scope == ir_pb2.SCOPE_LANES
-    shapes = {r.name: list(r.shape) for r in kernel.regions}
-    assert shapes["best_v"] == [64, k] and shapes["score"] == [64, block_m]
-    assert {p.name: list(p.shape) for p in kernel.params}["dist"][1].sym == "k"
+def _lists_indexed_by_literals(source, *names):
+    for name in names:
+        for m in re.finditer(r"\br_%s\[([^\]]*)\]" % name, source):
+            assert re.fullmatch(r"\d+|i", m.group(1)), "%s indexed by %r" % (name, m.group(1))
 
 
-def test_stored_distances_add_the_query_norm():
-    adds = [e for e in _ops(topk_sm90a(), "elementwise") if e.op == ir_pb2.ELEMENTWISE_OP_ADD]
-    assert [s.tile.region for s in adds[0].srcs] == ["best_v", "qs"]
+@pytest.mark.parametrize("shape", PLANNED)
+@pytest.mark.parametrize("metric", schedules.METRICS)
+def test_planned_score_kernels_verify_clean(shape, metric):
+    p = plan.plan(*shape)
+    builder = schedules.rows_sm90a if p.layout == "rows" else schedules.cols_sm90a
+    kernel = builder(metric=metric, **p.kwargs)
+    _clean(kernel)
+    _lists_indexed_by_literals(lower(kernel).source, "best_v", "best_i")
 
 
-def test_k_above_32_is_refused():
-    with pytest.raises(AssertionError, match="at most 32"):
-        topk_sm90a(k=33)
+@pytest.mark.parametrize("kw", [dict(), dict(metric="cos", dtype="f32", k=32), dict(metric="ip", index_dtype="i64")])
+def test_merge_kernel_verifies_and_keeps_its_lists_in_registers(kw):
+    kernel = schedules.merge(**kw)
+    _clean(kernel)
+    _lists_indexed_by_literals(lower(kernel).source, "best_v", "best_i", "cand_v", "cand_i")
+
+
+def test_rows_kernel_inserts_per_thread_in_the_tile_loop_and_merges_once_after_it():
+    kernel = schedules.rows_sm90a(exclude_self=True)
+    tops = _ops(kernel, "top_k")
+    inserts = [(p, t) for p, t in tops if t.src.region != t.values.region]
+    merges = [(p, t) for p, t in tops if t.src.region == t.values.region]
+    assert len(inserts) == 1 and len(merges) == 1
+    (ip, ins), (mp, mrg) = inserts[0], merges[0]
+    assert ins.scope == ir_pb2.SCOPE_THREAD and ins.vote and ins.HasField("index_limit") and ins.HasField("exclude_base")
+    assert mrg.scope == ir_pb2.SCOPE_LANES and ".loop.body" in ip and ip.count(".loop.body") > mp.count(".loop.body")
+
+
+def test_cols_kernel_keeps_a_list_per_query_column():
+    kernel = schedules.cols_sm90a(k=7)
+    shapes = {r.name: (r.layout, list(r.shape)) for r in kernel.regions}
+    assert shapes["best_v"] == (ir_pb2.FRAGMENT_LAYOUT_WGMMA_COLS, [16, 7])
+    (_, ins), = [(p, t) for p, t in _ops(kernel, "top_k") if t.src.region != t.values.region]
+    assert ins.axis == 0
+
+
+@pytest.mark.parametrize("builder", [schedules.rows_sm80, schedules.rows_sm100a])
+@pytest.mark.parametrize("metric", schedules.METRICS)
+def test_other_targets_verify_clean(builder, metric):
+    _clean(builder(metric=metric))
+
+
+def test_bad_arguments_are_refused():
+    with pytest.raises(ValueError, match="metric"):
+        schedules.rows_sm90a(metric="hamming")
+    with pytest.raises(ValueError, match="k must be in"):
+        schedules.cols_sm90a(k=65)
+    with pytest.raises(ValueError, match="bf16 or f16"):
+        schedules.rows_sm90a(dtype="f32")

@@ -21,15 +21,17 @@ _GATES = (
 )
 
 
+def gated(ctx):
+    """Whether static errors (structure, contract, synchronization, pipeline, data consistency) gate the model off."""
+    return any(ctx.has_errors(category=c) for c in _GATES)
+
+
 def result(ctx):
     """The ModelResult for ctx's kernel, or None when static errors gate the model off."""
     cached = getattr(ctx, "_model_result", False)
     if cached is not False:
         return cached
-    if any(ctx.has_errors(category=c) for c in _GATES):
-        out = None
-    else:
-        out = simulate.run(ctx)
+    out = None if gated(ctx) else simulate.run(ctx)
     ctx._model_result = out
     return out
 
@@ -46,7 +48,7 @@ def violation(ctx, *kinds):
         taken = "taken" if env[program.DATA] else "not taken"
         inputs += "%sconditions on register values %s" % (", " if inputs else "", taken)
     where = " (found with %s)" % inputs if inputs else ""
-    return Finding(v.path, v.message + where, v.notes)
+    return Finding(v.path, v.message + where, v.notes, v.hint)
 
 
 def model_rule(id, category, doc, fix_hint, *kinds):

@@ -22,6 +22,12 @@ one thread wrote cooperatively, another reads. So an access after another op
 instance's access by the same multi-thread class must also follow a barrier
 (named barrier or block_sync) that the class completed in between: its *peer
 sync*.
+
+Where each warpgroup, warp or thread of an op writes its own part (a stored
+fragment, a TMA load per issuing thread), the write carries its writer: two
+writers of one op instance sharing an element are a write-write overlap. An
+async-proxy read must find every element of its box written (TMA stores and
+tensor cores read whole tiles).
 """
 
 
@@ -37,18 +43,19 @@ def join(a, b):
 class Violation(Exception):
     """The model found a defect: what kind, where, and related places ((message, path), ...)."""
 
-    def __init__(self, kind, path, message, notes=()):
+    def __init__(self, kind, path, message, notes=(), hint=""):
         super().__init__(message)
         self.kind = kind
         self.path = path
         self.message = message
         self.notes = tuple(notes)
+        self.hint = hint  # a fix hint for this finding, sharper than its rule's
 
 
 class Access:
-    __slots__ = ("agent", "time", "path", "inst", "box", "generic", "cls", "replaced")
+    __slots__ = ("agent", "time", "path", "inst", "box", "generic", "cls", "replaced", "unit")
 
-    def __init__(self, agent, time, path, inst, box, generic=False, cls=-1):
+    def __init__(self, agent, time, path, inst, box, generic=False, cls=-1, unit=None):
         self.agent = agent
         self.time = time
         self.path = path
@@ -57,6 +64,7 @@ class Access:
         self.generic = generic  # written through the generic proxy
         self.cls = cls  # thread class that issued it
         self.replaced = ()  # the writes this one covered
+        self.unit = unit  # (role, level, index) of the warpgroup, warp or thread that wrote its own part, or None
 
 
 class Loc:
@@ -74,6 +82,44 @@ def overlaps(a, b):
 
 def covers(a, b):
     return all(alo <= blo and bhi <= ahi for (alo, ahi), (blo, bhi) in zip(a, b))
+
+
+def intersection(a, b):
+    return tuple((max(alo, blo), min(ahi, bhi)) for (alo, ahi), (blo, bhi) in zip(a, b))
+
+
+def uncovered(box, boxes):
+    """A part of `box` that none of `boxes` covers, or None when they cover it."""
+    if any(covers(b, box) for b in boxes):
+        return None
+    left = [box]
+    for b in boxes:
+        rest = []
+        for piece in left:
+            if not overlaps(piece, b):
+                rest.append(piece)
+                continue
+            piece = list(piece)
+            for d, ((lo, hi), (blo, bhi)) in enumerate(zip(piece, b)):  # peel off the parts outside b, dim by dim
+                if lo < blo:
+                    rest.append(tuple(piece[:d]) + ((lo, blo),) + tuple(piece[d + 1:]))
+                if bhi < hi:
+                    rest.append(tuple(piece[:d]) + ((bhi, hi),) + tuple(piece[d + 1:]))
+                piece[d] = (max(lo, blo), min(hi, bhi))
+        left = rest
+        if not left:
+            return None
+    return left[0]
+
+
+def describe(box):
+    """`[0, 64) x [0, 128)`: a box for messages (elements along each dim)."""
+    return " x ".join("[%d, %d)" % d for d in box) if len(box) > 1 else "elements [%d, %d)" % box[0]
+
+
+def _who(unit):
+    _, level, index = unit
+    return "%s %d" % (level, index)
 
 
 def _first_after(times, t):
@@ -118,12 +164,20 @@ class Memory:
         raise Violation("write_race", path, "writes `%s` while %s is not ordered before this write" % (name, what),
                         (("the conflicting access", other),))
 
-    def check_write(self, key, box, vc, path, inst, cls, ring, agent=-1):
+    def check_write(self, key, box, vc, path, inst, cls, ring, agent=-1, unit=None):
         """Raise unless a write of `box` by `agent` (clock vc) may start now."""
         loc = self.locs.get(key)
         if loc is None:
             return
         name = self.names[key[0]]
+        for w in loc.writes:
+            if unit is not None and w.inst == inst and w.unit is not None and w.unit != unit and overlaps(w.box, box):
+                raise Violation(
+                    "write_overlap", path,
+                    "writes %s of `%s` from %s and from %s: the writers of one op share these elements"
+                    % (describe(intersection(w.box, box)), name, _who(w.unit), _who(unit)),
+                    (("`%s` is declared here" % name, "kernel.regions[%d]" % key[0]),),
+                )
         for w in loc.writes:
             if overlaps(w.box, box) and (w.inst != inst and vc[w.agent] < w.time or self._unsynced_peer(w, agent, inst)):
                 self._race(ring, path, name, w.path, "an earlier write")
@@ -135,10 +189,10 @@ class Memory:
             if c != cls and overlaps(b, box):
                 self._race(ring, path, name, p, "an in-flight cp.async")
 
-    def write(self, key, box, agent, vc, path, inst, cls, ring, generic=False):
-        self.check_write(key, box, vc, path, inst, cls, ring, agent)
+    def write(self, key, box, agent, vc, path, inst, cls, ring, generic=False, unit=None):
+        self.check_write(key, box, vc, path, inst, cls, ring, agent, unit)
         loc = self.loc(key)
-        access = Access(agent, vc[agent], path, inst, box, generic, cls)
+        access = Access(agent, vc[agent], path, inst, box, generic, cls, unit)
         kept, replaced = [], []
         for w in loc.writes:
             (replaced if w.inst != inst and covers(box, w.box) else kept).append(w)
@@ -180,6 +234,15 @@ class Memory:
             raise Violation("raw", path, "reads `%s` without being ordered after the write that fills it" % name,
                             (("the write", w.path),))
         if async_proxy:
+            hole = uncovered(box, [w.box for w in seen])
+            if hole is not None:
+                raise Violation(
+                    "uncovered_read", path,
+                    "reads %s of `%s`, which nothing wrote: the tensor core or TMA store would take whatever they hold"
+                    % (describe(hole), name),
+                    tuple(("a write of `%s`" % name, p) for p in sorted({w.path for w in seen})[:2])
+                    + (("`%s` is declared here" % name, "kernel.regions[%d]" % key[0]),),
+                )
             for w in seen:
                 if not w.generic or w.inst == inst:
                     continue

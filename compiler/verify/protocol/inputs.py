@@ -3,11 +3,16 @@
 `Binder.base()` finds the smallest valid value of every symbol (within
 [min, max], a multiple of every `S % d == 0` the contract states, satisfying
 all constraints). `Binder.scenarios(T)` then derives, for t = 1 .. T, an
-input on which every loop whose trip count depends on a symbol runs t trips
-(or as close to t as the contract allows): the loops are visited in program
-order and each adjusts the first symbol of its bounds not yet adjusted.
+input on which every loop whose trip count depends on a symbol runs t trips,
+a loop nested in another one trip, and two in one more input after t = 2 (or
+as close as the contract allows): the loops are visited in program order and
+each adjusts the first symbol of its bounds not yet adjusted; symbols a
+constraint relates to it follow (KP >= K moves K along with KP).
 Scalar params are bound to 1; block indices to 0 (the model runs block 0); a
 persistent launch is modelled with one block walking every tile.
+`Binder.spread(t)` is an input on which each symbol of a loop bound or grid
+dimension multiplies its loop's trips (tiles) or its dimension's blocks by t:
+the outputs check (outputs.py) walks every block of it.
 """
 
 import itertools
@@ -102,8 +107,9 @@ class Binder:
                 return trial
         return None
 
-    def environment(self, symbols):
-        """A full model environment: symbols, scalar params (1), block indices (0) and grid sizes."""
+    def environment(self, symbols, persistent_blocks=1):
+        """A full model environment: symbols, scalar params (1), block indices (0) and grid sizes (a persistent
+        launch: `persistent_blocks` blocks along x)."""
         env = dict(symbols)
         for p in self.ctx.kernel.params:
             if p.kind == ir_pb2.PARAM_KIND_SCALAR and p.name not in env:
@@ -112,7 +118,7 @@ class Binder:
             env[b] = 0
         launch = self.ctx.kernel.launch
         for i, axis in enumerate("xyz"):
-            size = 1
+            size = persistent_blocks if launch.persistent and axis == "x" else 1
             if not launch.persistent and i < len(launch.grid):
                 try:
                     size = max(1, exprs.evaluate(launch.grid[i], env))
@@ -131,47 +137,133 @@ class Binder:
         base = self.base()
         if base is None:
             return []
-        loops = [s.msg for s in self.ctx.sites("loop")]
         out, seen = [], set()
-        for t in range(1, max_trips + 1):
-            env = dict(base)
-            adjusted = set()
-            for loop in loops:
-                self._aim(loop, t, env, adjusted)
-            full = self.environment(env)
+        # Loops nested in another run one trip, and two in one more input after t = 2: rounds multiply, and two
+        # trips show how one iteration's rounds follow the last's.
+        for t, nested in [(1, 1), (2, 1), (2, 2)] + [(t, 1) for t in range(3, max_trips + 1)]:
+            if t > max_trips:
+                continue
+            full = self.environment(self._aimed(base, t, nested))
             key = tuple(sorted(full.items()))
             if key not in seen:
                 seen.add(key)
                 out.append((t, full))
         return out
 
-    def _aim(self, loop, t, env, adjusted):
-        bounds = [loop.start, loop.end] + ([loop.step] if loop.HasField("step") else [])
-        free = set()
-        for b in bounds:
-            free |= exprs.names(b)
-        free = sorted(
-            n for n in free & set(self.symbols) if n not in adjusted and not self.symbols[n].HasField("value")
-        )
-        if not free:
+    def spread(self, t):
+        """Symbols (name -> int) on which every symbol of a loop bound or grid dimension multiplies that loop's
+        trips (a persistent loop's tiles) or that dimension's blocks by t, as near as the contract allows: each
+        dimension of the work has t tiles. None without a valid input."""
+        base = self.base()
+        if base is None:
+            return None
+        env, adjusted = dict(base), set()
+        launch = self.ctx.kernel.launch
+        for loop in (s.msg for s in self.ctx.sites("loop")):
+            for name in self._free(_bounds(loop), adjusted):
+                before = loop_trips(loop, self.environment(env), tiles=True)
+                adjusted.add(name)
+                self._gallop(name, lambda e, loop=loop: loop_trips(loop, e, tiles=True), t * max(1, before), env,
+                             adjusted)
+        for g in launch.grid if not launch.persistent else ():
+            for name in self._free([g], adjusted):
+                before = _value(g, self.environment(env))
+                adjusted.add(name)
+                self._gallop(name, lambda e, g=g: _value(g, e), t * max(1, before), env, adjusted)
+        return env
+
+    def _gallop(self, name, measure, t, env, adjusted):
+        """Raise symbol `name` of env to (about) the smallest valid value with measure(environment) >= t, trying
+        the symbol's first valid value plus 1, 2, 4, ... steps and then halving the last interval: its range
+        can be 2^31 wide."""
+        first = self.candidates(name).first(1)
+        if not first:
             return
-        name = free[0]
-        adjusted.add(name)
+        sym, step = self.symbols[name], self.steps.get(name, 1)
+
+        def reaches(v):  # None: not a valid value; else whether it reaches t
+            if v > sym.max or not all(_holds(fn, {name: v}) for fn in self.single.get(name, ())):
+                return None
+            trial = self._repair(dict(env, **{name: v}), adjusted)
+            return None if trial is None else measure(self.environment(trial)) >= t
+
+        low, high = first[0], None
+        for i in range(63):
+            v = first[0] + step * ((1 << i) - 1)
+            if v > sym.max:
+                break
+            hit = reaches(v)
+            if hit:
+                high = v
+                break
+            if hit is False:
+                low = v
+        if high is None:
+            return
+        while high - low > step:  # the smallest multiple of the step that still reaches t
+            mid = low + (high - low) // (2 * step) * step
+            hit = reaches(mid)
+            if hit:
+                high = mid
+            elif hit is False:
+                low = mid
+            else:
+                break
+        best = self._repair(dict(env, **{name: high}), adjusted)
+        adjusted |= {n for n in best if best[n] != env[n]}
+        env.update(best)
+
+    def _aimed(self, base, t, nested):
+        env, adjusted = dict(base), set()
+        for site in self.ctx.sites("loop"):
+            free = self._free(_bounds(site.msg), adjusted)
+            if free:
+                adjusted.add(free[0])
+                trips = nested if site.loop_vars else t
+                self._aim(free[0], lambda e, loop=site.msg: loop_trips(loop, e), trips, env, adjusted)
+        return env
+
+    def _free(self, exprs_, adjusted):
+        """The symbols `exprs_` read that are neither specialized nor adjusted yet, sorted."""
+        free = set()
+        for e in exprs_:
+            free |= exprs.names(e)
+        return sorted(n for n in free & set(self.symbols) if n not in adjusted and not self.symbols[n].HasField("value"))
+
+    def _aim(self, name, measure, t, env, adjusted):
+        """Raise symbol `name` of env through its valid values until measure(environment) >= t (symbols related
+        to it by a constraint follow, _repair)."""
         best, misses = None, 0
         for v in itertools.islice(self.candidates(name), MAX_AIMED):
-            trial = dict(env)
-            trial[name] = v
-            if not self.satisfies(trial):
+            trial = self._repair(dict(env, **{name: v}), adjusted | {name})
+            if trial is None:
                 misses += 1
                 if best is not None and misses >= MAX_MISSES:
                     break
                 continue
-            trips = loop_trips(loop, self.environment(trial))
-            best, misses = v, 0
-            if trips >= t:
+            best, misses = trial, 0
+            if measure(self.environment(trial)) >= t:
                 break
         if best is not None:
-            env[name] = best
+            adjusted |= {n for n in best if best[n] != env[n]}
+            env.update(best)
+
+    def _repair(self, trial, fixed):
+        """`trial` with symbols outside `fixed` raised (each through its valid values) until every multi-symbol
+        constraint holds (KP >= K && KP < K + 128 moves K along with KP), or None."""
+        for fn, ns in self.multi:
+            for other in sorted(ns - fixed):
+                if _holds(fn, trial):
+                    break
+                if self.symbols[other].HasField("value"):
+                    continue
+                # Relations such as KP >= K hold near the moved symbol's value: try there first, then upwards.
+                near = [v for v in (max(trial[n] for n in fixed if n in trial),) if v >= trial[other]]
+                for v in itertools.chain(near, itertools.islice(self.candidates(other), MAX_AIMED)):
+                    if v >= trial[other] and _holds(fn, dict(trial, **{other: v})):
+                        trial = dict(trial, **{other: v})
+                        break
+        return trial if self.satisfies(trial) else None
 
 
 class _Candidates:
@@ -210,8 +302,13 @@ class _Candidates:
         return self.values[:n]
 
 
-def loop_trips(loop, env):
-    """Trips of a loop under env (enclosing loop variables read as 0); 0 when the bounds have no value."""
+def _bounds(loop):
+    return [loop.start, loop.end] + ([loop.step] if loop.HasField("step") else [])
+
+
+def loop_trips(loop, env, tiles=False):
+    """Trips of a loop under env (enclosing loop variables read as 0); 0 when the bounds have no value.
+    With `tiles`, a persistent loop counts the tiles all blocks walk together."""
     scope = _Zero(env)
     try:
         start = exprs.evaluate(loop.start, scope)
@@ -220,10 +317,17 @@ def loop_trips(loop, env):
     except exprs.ExprError:
         return 0
     if loop.kind == ir_pb2.LOOP_KIND_PERSISTENT:
-        step = scope["grid.x"] or 1
+        step = 1 if tiles else scope["grid.x"] or 1
     if step <= 0:
         return 0
     return max(0, -(-(end - start) // step))
+
+
+def _value(expr, env):
+    try:
+        return exprs.evaluate(expr, env)
+    except exprs.ExprError:
+        return 0
 
 
 def _gcd(a, b):

@@ -23,8 +23,7 @@ import math
 
 from cake.ir.v1 import ir_pb2
 
-from compiler.ir import phases
-from compiler.ir import oprefs
+from compiler.ir import operands, oprefs, phases
 from compiler.ir.dtypes import DTYPE_BYTES
 from compiler.verify import exprs, threads
 
@@ -43,14 +42,15 @@ DATA = "$data"
 class Tile:
     """A resolved TileRef: region index, space, stage expression, window; `ring` when a pipeline cycles it.
 
-    `window` is None for the whole tile, else ((start closure or None, size), ...) per dimension; a
-    start that depends on thread builtins is None and stands for the whole extent (a class of threads
-    may span several warps or warpgroups).
+    `window` is None for the whole tile, else ((start closure, size), ...) per dimension. `grain` says at
+    which level the starts differ between threads: None (they read no thread builtin), "warpgroup", "warp"
+    or "thread"; a class spanning several of those covers one box per unit (data_ops.DataOps.pieces).
     """
 
-    __slots__ = ("region", "name", "space", "stage", "stages", "ring", "field", "window", "shape", "full")
+    __slots__ = ("region", "name", "space", "stage", "stages", "ring", "field", "window", "shape", "full", "grain",
+                 "fixed")
 
-    def __init__(self, index, region, stage, ring, field, window):
+    def __init__(self, index, region, stage, ring, field, window, grain=None, fixed=True):
         self.region = index
         self.name = region.name
         self.space = region.space
@@ -61,29 +61,47 @@ class Tile:
         self.window = window
         self.shape = tuple(region.shape)
         self.full = tuple((0, d) for d in region.shape)
+        self.grain = grain
+        self.fixed = fixed  # its window reads nothing but thread builtins: a class covers the same boxes every time
 
     def box(self, env):
-        """The ((start, end), ...) this access covers under env."""
+        """The ((start, end), ...) this access covers under env (its thread builtins those of one unit)."""
         if self.window is None:
             return self.full
-        return tuple(
-            (0, extent) if fn is None else (fn(env), fn(env) + size)
-            for (fn, size), extent in zip(self.window, self.shape)
-        )
+        return tuple((fn(env), fn(env) + size) for fn, size in self.window)
+
+
+def grain(names):
+    """The level ("warpgroup", "warp", "thread") at which values reading thread builtins `names` can differ."""
+    names = names & threads.THREAD
+    if not names:
+        return None
+    if names <= {"warpgroup"}:
+        return "warpgroup"
+    return "warp" if names <= {"warp", "warpgroup"} else "thread"
+
+
 
 
 class BarRef:
-    """A resolved BarrierRef: array index, how the slot is named, and the ring terms of round waits."""
+    """A resolved BarrierRef: array index, how the slot is named, and the ring terms of round waits.
 
-    __slots__ = ("array", "name", "mode", "fn", "count", "lag")
+    For a round, `outer` is the depth of the outermost enclosing loop its expression reads, 0 when it reads
+    none (`loops` names the enclosing loops): when that loop or one outside it moves on, the round must grow, or
+    it names a completion again; a deeper loop may repeat it (a wait repeated in an inner loop). None outside
+    loops."""
 
-    def __init__(self, array, name, mode, fn, count, lag):
+    __slots__ = ("array", "name", "mode", "fn", "count", "lag", "outer", "loops")
+
+    def __init__(self, array, name, mode, fn, count, lag, outer=None, loops=()):
         self.array = array
         self.name = name
         self.mode = mode  # "index", "round" or None (slot 0)
         self.fn = fn
         self.count = count
         self.lag = lag
+        self.outer = outer
+        self.loops = loops
 
 
 class Node:
@@ -102,6 +120,7 @@ class _Compiler:
         self.scalars = ctx.scalars[role_index]  # register scalar name -> region index
         self.values = []  # sync-relevant expressions of the role being compiled
         self.conds = []
+        self.loops = []  # (var, counter) of the loops enclosing the node being compiled, outermost first
 
     def expr(self, e, relevant=True):
         if relevant:
@@ -114,13 +133,13 @@ class _Compiler:
             return None
         index, region = hit
         stage = self.expr(ref.stage) if ref.HasField("stage") else None
-        window = None
+        window, used = None, set()
         if ref.window and len(ref.window) == len(region.shape):
-            window = tuple(
-                (None if exprs.names(w.start) & threads.THREAD else exprs.compile_expr(w.start), w.size)
-                for w in ref.window
-            )
-        return Tile(index, region, stage, ref.region in self.ctx.pipeline_of_region, field, window)
+            window = tuple((exprs.compile_expr(w.start), w.size) for w in ref.window)
+            for w in ref.window:
+                used |= exprs.names(w.start)
+        return Tile(index, region, stage, ref.region in self.ctx.pipeline_of_region, field, window, grain(used),
+                    used <= threads.THREAD)
 
     def barref(self, ref):
         hit = self.ctx.barriers.get(ref.barrier)
@@ -129,7 +148,12 @@ class _Compiler:
         mode = ref.WhichOneof("slot")
         fn = self.expr(getattr(ref, mode)) if mode else None
         depth, lag = phases.ring_terms(self.ctx.kernel, ref.barrier)
-        return BarRef(hit[0], ref.barrier, mode, fn, depth, lag)
+        outer = None
+        if mode == "round" and self.loops:
+            names = exprs.names(ref.round)
+            # A round that reads no enclosing loop must grow with all of them (it cannot: it repeats).
+            outer = next((i for i, (var, counter) in enumerate(self.loops) if var in names or counter in names), 0)
+        return BarRef(hit[0], ref.barrier, mode, fn, depth, lag, outer, tuple(v for v, _ in self.loops))
 
     def body(self, ops, prefix):
         out = []
@@ -148,7 +172,9 @@ class _Compiler:
             n.start, n.end = self.expr(msg.start), self.expr(msg.end)
             n.step = self.expr(msg.step) if msg.HasField("step") else None
             n.persistent = msg.kind == ir_pb2.LOOP_KIND_PERSISTENT
+            self.loops.append((msg.var, msg.counter))
             n.body = self.body(msg.body, path + ".body")
+            self.loops.pop()
             return n
         if kind == "branch":
             n = Node("branch", path)
@@ -179,6 +205,7 @@ class _Compiler:
             n.reads.append(Tile(index, self.ctx.kernel.regions[index], None, False, "expression", None))
         n.collective = oprefs.collective(kind, msg)
         n.generic = kind in GENERIC_WRITERS
+        n.write_unit = self.write_unit(kind, msg)
         # Ops on unstaged registers only touch their own class's state (the model's fast path).
         tiles = n.reads + n.writes
         n.registers_only = all(t.space == REGISTER and t.stage is None for t in tiles)
@@ -188,6 +215,20 @@ class _Compiler:
         if handler is not None and handler(n, msg) is False:
             return None
         return n
+
+    def write_unit(self, kind, msg):
+        """Who writes which part of the op's destination: "warpgroup", "warp", "thread" (each writes its own
+        part, or the whole of it), or None (the executing threads cooperatively, once)."""
+        if kind == "tma_load":
+            return "thread"  # every issuing thread loads the whole box
+        src = {"copy": "src_tile", "stmatrix": "src"}.get(kind)
+        if src is None or not msg.HasField(src):
+            return None
+        region = self.ctx.region(getattr(msg, src).region)
+        if region is None or region.space != REGISTER:
+            return None
+        holder = operands.HOLDER.get(region.layout)
+        return None if holder == "row" else holder  # the rows of a ROW_PER_THREAD tile tile their destination
 
     # Per-kind extras. Returning False drops the node (an unresolved name: a structure error).
 

@@ -102,6 +102,12 @@ class _Runner:
         self.regs_written = set()
         self.regs_pending = {}  # register key -> path of the MMA still writing it
         self.named = {}  # (barrier array, index) -> (state, generation) of the named sync it is in
+        self.held = {}  # pipeline -> slot -> [completion, released, path of the wait]: the ring slots it consumes
+        self.last_full = {}  # pipeline -> path of its last wait on the ring's `full`
+        self.rounds = {}  # op path -> (enclosing loop values, round) of its last round reference
+        self.acquired = {}  # (mbarrier array, slot) -> the completion its last wait there observed
+        self.slot_values = {}  # BarRef -> (ops executed, value): sync_ops.SyncOps.slot_value
+        self.pieces = {}  # (Tile, writer unit) -> the boxes it covers, for windows over thread builtins only
         self.rv = None  # rendezvous key this class is registered at
         self.syncs = 0  # block_syncs completed
         self.sync_reg = None
@@ -158,6 +164,11 @@ class Prepared:
         self.classes = classes
         self.writers = _writer_roles(ctx)
         self.groups = _partner_groups(classes)
+        self.tma_filled = set()  # (region, mbarrier array) of every TMA load
+        for site in ctx.sites("tma_load"):
+            region, bar = ctx.regions.get(site.msg.dst.region), ctx.barriers.get(site.msg.barrier.barrier)
+            if region is not None and bar is not None:
+                self.tma_filled.add((region[0], bar[0]))
         self.agents, self.agent_class = [], []  # class -> {unit: agent}; agent -> class of its threads or -1
         units = [_units(nodes) for nodes, _, _ in roles]
         for i, c in enumerate(classes):
@@ -172,8 +183,9 @@ class Prepared:
 class Model(DataOps, SyncOps):
     """One scenario's execution state."""
 
-    def __init__(self, ctx, prepared, env, steps):
+    def __init__(self, ctx, prepared, env, steps, chooser=None):
         self.ctx = ctx
+        self.chooser = chooser  # a random.Random choosing the schedule (tests); None: the least advanced class first
         self.kernel = ctx.kernel
         classes = prepared.classes
         self.agents = len(prepared.agent_class)
@@ -196,6 +208,14 @@ class Model(DataOps, SyncOps):
             prepared.agent_class,
         )
         self.clusters = any(c > 1 for c in self.kernel.launch.cluster)
+        self.full_of, self.empty_of = {}, {}  # mbarrier array -> the pipeline it fills / releases
+        for i, p in enumerate(self.kernel.pipelines):
+            for table, name in ((self.full_of, p.full), (self.empty_of, p.empty)):
+                hit = ctx.barriers.get(name)
+                if hit is not None:
+                    table.setdefault(hit[0], i)
+        self.deferred = None  # a finding that waits for the end of the run (sync_ops.SyncOps.complete)
+        self.tma_filled = prepared.tma_filled
         self.writers = prepared.writers
         self.groups = prepared.groups
         self.changed = False
@@ -221,7 +241,10 @@ class Model(DataOps, SyncOps):
                     self.finish()
                     return
                 self.diagnose()
-            r = best
+            r, budget = best, None
+            if self.chooser is not None:  # another interleaving: any class that can move, for a few ops
+                r = self.chooser.choice(self.lockstep([x for x in runners if not (x.done or x.stuck)]))
+                budget = self.chooser.randint(1, 12)
             # Run `r` until another class is less advanced (or ties and comes first), it blocks, or state changes.
             while True:
                 node = r.pending or next(r.gen, None)
@@ -246,8 +269,22 @@ class Model(DataOps, SyncOps):
                     for x in runners:
                         x.stuck = False
                     break
-                if not ok or (holder is not None and _progress(r) > _progress(holder)):
+                if budget is not None:
+                    budget -= 1
+                    if not ok or budget <= 0:
+                        break
+                elif not ok or (holder is not None and _progress(r) > _progress(holder)):
                     break
+
+    def lockstep(self, movable):
+        """The movable classes no movable class of one of their warps is behind: the lanes of a warp run one
+        instruction stream, so a random schedule does not let some of them run ahead of the others."""
+        behind = {}
+        for x in movable:
+            for w in x.cls.warps:
+                key = (x.cls.role_index, w)
+                behind[key] = min(behind.get(key, x.count), x.count)
+        return [x for x in movable if all(behind[(x.cls.role_index, w)] >= x.count for w in x.cls.warps)]
 
     def execute(self, r, node):
         if not node.collective or len(self.groups[node.collective][r.index]) == 1:  # nobody to meet
@@ -292,7 +329,8 @@ class Model(DataOps, SyncOps):
     # -- the end ----------------------------------------------------------------
 
     def finish(self):
-        """After every class finished: no phase may be left half-arrived or short of bytes."""
+        """After every class finished: no phase may be left half-arrived or short of bytes, every fill waited for,
+        no cp.async in flight; then what waited for the end of the run (sync_ops.SyncOps.complete)."""
         for array in self.arrays.values():
             for index in sorted(array.slots):
                 s = array.slots[index]
@@ -307,11 +345,88 @@ class Model(DataOps, SyncOps):
                     self.incomplete(array, index, s)
         for key, b in sorted(self.named.items()):
             if b.arrived:
-                raise Violation(
-                    "arrival_count", b.who[-1],
+                raise self.named_blame(b, key) or Violation(
+                    "arrival_count", b.who[-1][0],
                     "named barrier `%s` is left with %d of its %d threads arrived"
                     % (self.named_name(key), b.arrived, b.threads),
                 )
+        self.drained()
+        if self.deferred is not None:
+            raise self.deferred
+
+    def drained(self):
+        """Raise when the block exits with loads in flight: a TMA fill nothing waited for, or cp.async copies no
+        cp_async_wait retired."""
+        for a in sorted(self.arrays):
+            array = self.arrays[a]
+            for index in sorted(array.slots):
+                s = array.slots[index]
+                for c in range(s.seen, s.ph):
+                    _, _, loads, _ = s.history[c]
+                    if loads:
+                        raise self.undrained(a, array, index, c, loads[-1])
+        for r in self.runners:
+            group = next((g for g in r.cp_groups if g), None)
+            if group is not None:
+                raise Violation(
+                    "ring_drain", group[0][3],
+                    "issues cp.async copies that no cp_async_wait retires: they are still in flight when the block "
+                    "exits (a prefetch past the last round?)",
+                    (),
+                    "Wait for every cp.async group before the block exits (cp_async_wait with pending 0 after the "
+                    "last round), and prefetch only rounds that are consumed.",
+                )
+
+    def undrained(self, a, array, index, completion, load):
+        """The finding for fills of `array`[index] beyond `completion` that nothing waits for."""
+        name = array.decl.name
+        filled = sum(s.ph for s in array.slots.values())
+        waited = sum(s.seen for s in array.slots.values())
+        p = self.full_of.get(a)
+        what = "ring `%s`" % self.kernel.pipelines[p].name if p is not None else "`%s`" % name
+        notes = [("the load nobody waits for", load)]
+        wait = next((site.path for site in self.ctx.sites("mbarrier_wait") if site.msg.barrier.barrier == name), None)
+        if wait is not None:
+            notes.append(("the waits on `%s`" % name, wait))
+        notes.append(("`%s` is declared here" % name, array.path))
+        return Violation(
+            "ring_drain", _enclosing_loop(load),
+            "fills round %d of %s (`%s`[%d]), which nothing waits for: %d rounds are filled but %d waited for, so the "
+            "last loads are still in flight when the block exits" % (completion * array.count + index, what, name,
+                                                                      index, filled, waited),
+            notes,
+            "Run this loop over exactly the rounds the consumers wait for (the same trip count), so that every fill "
+            "is waited for before the block exits.",
+        )
+
+    def overfilled(self, blocked):
+        """A producer blocked refilling a ring whose consumers finished after releasing every round they consumed:
+        it runs more rounds than they drain (rather than a deadlock of the protocol). The Violation, or None."""
+        for r in blocked:
+            node = r.pending
+            p = self.empty_of.get(node.bar.array) if node.kind == "mbarrier_wait" else None
+            if p is None:
+                continue
+            ring = self.kernel.pipelines[p]
+            consumers = {self.ctx.roles[c][0] for c in ring.consumers if c in self.ctx.roles}
+            users = [x for x in self.runners if x.cls.role_index in consumers]
+            if not users or not all(x.done for x in users):
+                continue
+            full, empty = self.ctx.barriers.get(ring.full), self.ctx.barriers.get(ring.empty)
+            if full is None or full[0] not in self.arrays or empty[0] not in self.arrays:
+                continue
+            waited = sum(s.seen for s in self.arrays[full[0]].slots.values())
+            if sum(s.ph for s in self.arrays[empty[0]].slots.values()) < waited:
+                continue  # a consumed round was never released: a missing release, the deadlock's own finding
+            return Violation(
+                "ring_drain", _enclosing_loop(node.path),
+                "waits to refill a slot of ring `%s` for round %d, but its consumers finished after %d rounds: this "
+                "loop runs more rounds than they drain" % (ring.name, self.slot_value(r, node.bar), waited),
+                (("the wait that never passes", node.path), ("ring `%s` is declared here" % ring.name,
+                                                            "kernel.pipelines[%d]" % p)),
+                "Run this loop over exactly the rounds the consumers wait for (the same trip count).",
+            )
+        return None
 
     def diagnose(self):
         """No class can move: name the cause (see docs/verifier_rules.md for the order)."""
@@ -346,6 +461,15 @@ class Model(DataOps, SyncOps):
                 continue
             array, index = self.mbarrier(r, node.bar, node, r.vc)
             self.incomplete(array, index, array.slots[index])
+        for r in blocked:
+            for key, (b, gen) in sorted(r.named.items()):
+                if b.gen <= gen:
+                    blame = self.named_blame(b, key)
+                    if blame is not None:
+                        raise blame
+        over = self.overfilled(blocked)
+        if over is not None:
+            raise over
         first = blocked[0].pending
         others = sorted({r.pending.path for r in blocked} - {first.path})
         notes = [("also blocked", path) for path in others[:3]]
@@ -367,6 +491,12 @@ class Model(DataOps, SyncOps):
             "waits forever for %s: every thread of the block is blocked or finished, so nothing will" % what,
             notes,
         )
+
+
+def _enclosing_loop(path):
+    """The innermost loop op around the op at `path` (its own path when no loop encloses it)."""
+    i = path.rfind(".loop.body[")
+    return path[: i + len(".loop")] if i >= 0 else path
 
 
 def _units(nodes):
@@ -450,8 +580,9 @@ def max_trips(ctx):
     return 2 * min(depth, MAX_STAGES) + 1
 
 
-def run(ctx):
-    """Model-check the kernel; a ModelResult (violation or clean, scenarios run, or why skipped)."""
+def run(ctx, chooser=None):
+    """Model-check the kernel; a ModelResult (violation or clean, scenarios run, or why skipped). `chooser` (a
+    random.Random) schedules the classes at random instead: the findings must not depend on the schedule."""
     if ctx.block_threads > ctx.threads_per_block_max or ctx.block_threads == 0:
         return ModelResult(skipped="the block has %d threads" % ctx.block_threads)
     roles = program.compile_roles(ctx)
@@ -475,7 +606,7 @@ def run(ctx):
             run_env = env if policy is None else dict(env, **{program.DATA: policy})
             done.append((t, run_env))
             try:
-                Model(ctx, prepared, run_env, steps).run()
+                Model(ctx, prepared, run_env, steps, chooser).run()
             except Violation as v:
                 return ModelResult(violation=v, scenarios=done)
             except Skipped as s:

@@ -1,14 +1,16 @@
 """The verifier's rule families, one file each; importing this package registers them.
 
 They run in this order (static rules of all families, then the protocol model's rules):
-structure, operands, contract, resources, registers, target_caps, tma, sync_protocol,
-pipelines, dataflow, proxy_fence.
+structure, operands, shapes, contract, outputs, resources, registers, target_caps, tma,
+sync_protocol, pipelines, dataflow, proxy_fence, topk.
 """
 
 from compiler.verify.rules import (  # noqa: F401  (importing registers the rules)
     structure,
     operands,
+    shapes,
     contract,
+    outputs,
     resources,
     registers,
     target_caps,
@@ -17,4 +19,5 @@ from compiler.verify.rules import (  # noqa: F401  (importing registers the rule
     pipelines,
     dataflow,
     proxy_fence,
+    topk,
 )

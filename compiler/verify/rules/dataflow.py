@@ -4,6 +4,7 @@ async results are read only after their wait, and writes do not race earlier acc
 from compiler.ir import oprefs
 from compiler.verify import exprs
 from compiler.verify.protocol import findings
+from compiler.verify.rules import outputs
 from compiler.verify.registry import Finding, rule
 
 
@@ -71,3 +72,31 @@ findings.model_rule(
     "Synchronize (barrier, block_sync or bulk_wait for TMA stores) between the earlier accesses and this write.",
     "write_race",
 )
+
+findings.model_rule(
+    "CAKE-DATA-008", "data consistency",
+    "TMA stores and tensor cores (wgmma, tcgen05) read only shared or tensor-memory elements that something wrote: "
+    "the writes before the read cover the whole tile it reads (writes by other warpgroups, warps or windows "
+    "included).",
+    "Write every element the TMA store or MMA reads (each warpgroup its rows, the whole tile, every column) before "
+    "it, or read only the part that was written.",
+    "uncovered_read",
+)
+
+
+@rule(
+    "CAKE-DATA-007", "data consistency", "error",
+    doc="No element is written twice where it should be written once: the warpgroups, warps or threads of one op "
+    "write disjoint parts of a shared tile, and every element of a write-only output is written by exactly one "
+    "thread of one block (checked as CAKE-CONTRACT-010 checks that it is written).",
+    fix_hint="Offset each writer's window by its own index (warpgroup * rows, warp * rows, the block's tile, the "
+    "loop's step) so that the writers tile the destination instead of sharing parts of it.",
+    model=True,
+)
+def write_overlap(ctx):
+    v = findings.violation(ctx, "write_overlap")
+    if v:
+        yield v
+    found = outputs.result(ctx)
+    if found and found[0] == "overlap":
+        yield found[1]

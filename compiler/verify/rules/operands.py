@@ -246,6 +246,11 @@ def _shape_problem(region, owner_threads, owner_role):
             return "a WGMMA_ACC fragment needs an owner sized in warpgroups"
     elif lay == L.FRAGMENT_LAYOUT_WGMMA_ROWS and (not 1 <= len(s) <= 2 or s[0] != 64):
         return "a WGMMA_ROWS fragment is [64] (or [64, k]: k values per row)"
+    elif lay == L.FRAGMENT_LAYOUT_WGMMA_COLS:
+        if not 1 <= len(s) <= 2 or s[0] % 16 or not 16 <= s[0] <= 256:
+            return "a WGMMA_COLS fragment is [N] (or [N, k]: k values per column) with N a multiple of 16 up to 256"
+        if owner_role is not None and owner_role.WhichOneof("size") != "warpgroups":
+            return "a WGMMA_COLS fragment needs an owner sized in warpgroups"
     elif lay == L.FRAGMENT_LAYOUT_MMA_ACC and (len(s) != 2 or s[0] % 16 or s[1] % 8):
         return "an MMA_ACC fragment is [16 i, 8 j]"
     elif lay == L.FRAGMENT_LAYOUT_MMA_ROWS and (not 1 <= len(s) <= 2 or s[0] % 16):

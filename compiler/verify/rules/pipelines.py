@@ -1,4 +1,5 @@
-"""Pipeline rules: a ring's declarations agree, and the producer refills a slot only after its consumers released it."""
+"""Pipeline rules: a ring's declarations agree, the producer refills a slot only after its consumers released it,
+consumers release only slots they hold, and every fill is drained before the block exits."""
 
 from cake.ir.v1 import ir_pb2
 
@@ -44,4 +45,21 @@ findings.model_rule(
     "A TMA load into a ring stage signals the barrier of the same slot (stage = round % stages).",
     "Load into stage `round % stages` and signal `full@round(round)` with the same round.",
     "slot_mismatch",
+)
+findings.model_rule(
+    "CAKE-PIPE-004", "pipeline",
+    "Every fill is drained: each ring round (and each TMA load) is waited for before the block exits, and no "
+    "cp.async is left in flight; the producer runs no more rounds than its consumers drain (on every modelled trip "
+    "count).",
+    "Run the producer's loop over exactly the rounds its consumers wait for, and wait for every load before exiting.",
+    "ring_drain",
+)
+findings.model_rule(
+    "CAKE-PIPE-005", "pipeline",
+    "A consumer releases only ring slots it holds: an arrival on a ring's `empty` (or an MMA commit to it) by a "
+    "thread that waits on the ring's `full` frees a slot that thread waited for and has not released yet, and such "
+    "a thread does not arrive on the ring's `full`, which the producer's loads complete.",
+    "Arrive on `empty` with the round of the `full` wait the release follows (empty@round(kt) after "
+    "full@round(kt)), once per round.",
+    "release_unheld",
 )

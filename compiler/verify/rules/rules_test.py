@@ -94,7 +94,7 @@ def test_barrier_array_reference_without_slot():
 
 def test_writing_a_read_only_tensor():
     k = ring()
-    k.roles[1].body[1].loop.body[3].copy.dst_global.param = "x"
+    k.roles[1].body[1].loop.body[3].branch.then_body[0].copy.dst_global.param = "x"
     assert "CAKE-CONTRACT-006" in _ids(k)
 
 

@@ -9,8 +9,8 @@ from compiler.verify.protocol import findings
 from compiler.verify.registry import Finding, rule
 
 
-def _model_rule(id, doc, fix_hint, kind):
-    findings.model_rule(id, "synchronization", doc, fix_hint, kind)
+def _model_rule(id, doc, fix_hint, *kinds):
+    findings.model_rule(id, "synchronization", doc, fix_hint, *kinds)
 
 
 @rule(
@@ -151,9 +151,14 @@ _model_rule(
 )
 _model_rule(
     "CAKE-SYNC-008",
-    "A wait by round observes exactly the completion of its round (no phase skipped or lapped).",
-    "Keep every waiter within one ring lap of the arrivals: release only after all readers waited, or check the round.",
+    "Rounds name each barrier completion once: a wait by round observes exactly the completion of its round (no "
+    "phase skipped or lapped), and an op's rounds do not start over when an enclosing loop (a persistent tile loop) "
+    "moves on.",
+    "Keep every waiter within one ring lap of the arrivals (release only after all readers waited), and make rounds "
+    "grow across enclosing loops (it * rounds_per_tile + k).",
     "phase_mismatch",
+    "round_restart",
+    "round_skip",
 )
 _model_rule(
     "CAKE-SYNC-009",

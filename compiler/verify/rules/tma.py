@@ -11,6 +11,7 @@ input (e.g. K % 8 == 0 for bf16).
 
 from compiler.ir.dtypes import DTYPE_BYTES, SWIZZLE_SPAN
 from compiler.ir.shapes import tile_shape
+from compiler.ir.smem_layout import tma_box
 from compiler.verify import exprs
 from compiler.verify.registry import Finding, rule
 
@@ -34,11 +35,12 @@ def _tma_params(ctx):
 
 @rule(
     "CAKE-MEM-001", "memory movement", "error",
-    doc="A TMA box has at most 5 dimensions of at most 256 elements each.",
+    doc="A TMA box (a swizzled tile's panel: lowering issues one copy per panel) has at most 5 dimensions of at most 256 elements each.",
     fix_hint="Split the tile into boxes of at most 256 elements per dimension (several loads).",
 )
 def box_dims(ctx):
-    for site, box, region, param in _tma_boxes(ctx):
+    for site, tile, region, param in _tma_boxes(ctx):
+        box = tma_box(tile, region)
         if len(box) > 5 or any(d > 256 for d in box):
             yield Finding(site.path, "TMA box %s of `%s`: at most 5 dims of at most 256 elements" % (box, region.name))
 

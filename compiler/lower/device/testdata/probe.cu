@@ -14,10 +14,13 @@ extern "C" __global__ void probe(float* out, const __grid_constant__ CUtensorMap
   cake::wgmma::commit(); cake::wgmma::wait<0>();
   float v = acc.d[0]; int i = 0;
   cake::warp::arg_allreduce<true, 1, 4>(v, i);
-  float tv[4] = {1e30f,1e30f,1e30f,1e30f}; int ti[4] = {0,0,0,0};
-  cake::warp::topk_insert<4, true>(tv, ti, v, i);
-  cake::warp::topk_allmerge<4, true, 1, 4>(tv, ti);
-  cake::global::atomic_add_aggregated(out, tv[0], ti[0], true);
+  float tv[8] = {1e30f,1e30f,1e30f,1e30f,1e30f,1e30f,1e30f,1e30f}; int ti[8] = {0,0,0,0,0,0,0,0};
+  cake::topk::insert<4, false, 4>(tv, ti, v, i);
+  cake::topk::merge_lanes<4, false, 1, 4, 4>(tv, ti);
+  cake::topk::sort<3, true, 0>(tv, ti);
+  const float thr = cake::topk::threshold<false, 4, 32>(tv[7], tv[4]);
+  cake::topk::rescore<4, cake::topk::kCosine, 4>(tv, ti, reinterpret_cast<const float*>(smem), reinterpret_cast<const cake::bf16*>(out), 100, 48);
+  cake::global::atomic_add_aggregated(out, tv[0] + thr, ti[0], true);
   cake::setmaxnreg_inc<232>();
   if (cake::elect_one()) out[threadIdx.x] = v + cake::math::exp(acc.d[1]) + cake::smem::at<float,64,64,128>(smem, 3, 5);
 }

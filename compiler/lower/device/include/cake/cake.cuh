@@ -5,6 +5,7 @@
 #include "warp/elect.cuh"
 #include "warp/matrix.cuh"
 #include "warp/reduce.cuh"
+#include "warp/topk.cuh"
 #include "warpgroup/fragments.cuh"
 #include "warpgroup/setmaxnreg.cuh"
 #include "warpgroup/wgmma.cuh"

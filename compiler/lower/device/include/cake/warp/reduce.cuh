@@ -1,4 +1,4 @@
-// cake/warp/reduce.cuh: reductions, arg-reductions and top-k merges across lanes
+// cake/warp/reduce.cuh: reductions and arg-reductions across lanes
 // (shfl.sync.bfly.b32 butterflies over the lanes whose xor-distance is in MASKS).
 #pragma once
 #include "../common.cuh"
@@ -41,48 +41,6 @@ CAKE_DEVICE void arg_allreduce(float& v, int& i) {
       v = w;
       i = j;
     }
-  }
-}
-
-// Insert (v, i) into a sorted running list of K (best first), dropping the worst.
-template <int K, bool MIN>
-CAKE_DEVICE void topk_insert(float (&vals)[K], int (&idx)[K], float v, int i) {
-  if (!arg_better<MIN>(v, i, vals[K - 1], idx[K - 1])) return;
-  bool placed = false;
-#pragma unroll
-  for (int s = K - 1; s > 0; --s) {
-    if (!placed) {
-      if (arg_better<MIN>(v, i, vals[s - 1], idx[s - 1])) {
-        vals[s] = vals[s - 1];
-        idx[s] = idx[s - 1];
-      } else {
-        vals[s] = v;
-        idx[s] = i;
-        placed = true;
-      }
-    }
-  }
-  if (!placed) {
-    vals[0] = v;
-    idx[0] = i;
-  }
-}
-
-// Merge the sorted lists held by lanes lane ^ m (m = FIRST .. < LAST) so each lane holds the
-// best K of their union.
-template <int K, bool MIN, int FIRST, int LAST>
-CAKE_DEVICE void topk_allmerge(float (&vals)[K], int (&idx)[K]) {
-#pragma unroll
-  for (int m = FIRST; m < LAST; m <<= 1) {
-    float ov[K];
-    int oi[K];
-#pragma unroll
-    for (int s = 0; s < K; ++s) {
-      ov[s] = __shfl_xor_sync(0xffffffff, vals[s], m);
-      oi[s] = __shfl_xor_sync(0xffffffff, idx[s], m);
-    }
-#pragma unroll
-    for (int s = 0; s < K; ++s) topk_insert<K, MIN>(vals, idx, ov[s], oi[s]);
   }
 }
 

@@ -28,6 +28,19 @@ struct WgmmaRows {
   CAKE_DEVICE static bool writer() { return (threadIdx.x & 3) == 0; }
 };
 
+// WgmmaCols<T, N>: one value per column of a WgmmaAcc<N>: a thread holds the N / 4 columns
+// 8 (s / 2) + 2 (l % 4) + s % 2 as slots s; the eight lanes l with the same l % 4 in each
+// of the four warps hold the same columns.
+template <typename T, int N>
+struct WgmmaCols {
+  static constexpr int kSize = N / 4;
+  CAKE_DEVICE static int col(int s) { return 8 * (s >> 1) + 2 * (threadIdx.x & 3) + (s & 1); }
+  // Which slot accumulator value i's column is.
+  CAKE_DEVICE static constexpr int col_slot(int i) { return 2 * (i >> 2) + (i & 1); }
+  // Lanes 0..3 of each warp write its columns out (the warp's other lanes hold copies).
+  CAKE_DEVICE static bool writer() { return (threadIdx.x & 31) < 4; }
+};
+
 // mma.sync m16n8 accumulators of one warp tiled to [16 MI, 8 NI]: value i of tile (mi, ni)
 // is at row 16 mi + l / 4 + 8 ((i % 4) / 2), col 8 ni + 2 (l % 4) + (i % 2).
 template <int MI, int NI>

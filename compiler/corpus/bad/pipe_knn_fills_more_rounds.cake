@@ -1,3 +1,5 @@
+# expect: CAKE-PIPE-004 at kernel.roles[0].body[2].branch.then_body[2].loop
+# defect: the producer walks the database in 64-row steps while the tiles are 128 rows: it fills twice the rounds the consumers drain
 kernel knn_topk_sm90a {
   contract {
     math: "(dist[i, :], idx[i, :]) = the k smallest of q_sq[i] + x_sq[j] - 2 sum_d q[i, d] x[j, d] over j, ascending, ties to the smaller j; q_sq, x_sq are the rows' squared norms"
@@ -103,7 +105,7 @@ kernel knn_topk_sm90a {
       then_body {
         mbarrier_expect_tx { barrier: rows_full[0]  bytes: 32768 }
         tma_load { src: q[block.x * 128, 0]  dst: sRows  barrier: rows_full[0] }
-        loop t in 0 .. M / 128 {
+        loop t in 0 .. M / 64 {
           mbarrier_wait { barrier: empty@round(t) }
           mbarrier_expect_tx { barrier: full@round(t)  bytes: 33280 }
           tma_load { src: x[t * 128, 0]  dst: sCols@(t % 3)  barrier: full@round(t) }

@@ -1,0 +1,349 @@
+"""Output rules: every element of every write-only output is written, and exactly once.
+
+The check runs on one valid input on which each symbol of a loop bound or grid dimension doubles that loop's
+trips or that dimension's blocks (protocol/inputs.py, Binder.spread; a persistent launch is two blocks sharing
+the tiles). It walks every block's role bodies (the loops and branches holding output writes; conditions on
+thread builtins are evaluated per thread group) and turns each write into boxes of tensor elements, clipped to
+the tensor as lowering clips them. Who writes which part of a tile follows its source (compiler/ir/operands.py,
+HOLDER): warp w of a warpgroup rows 16 (w % 4) .. + 16 of a WGMMA fragment, a warp all of an MMA fragment,
+thread t row t of a ROW_PER_THREAD fragment and every thread all of a PER_THREAD one, the role's threads a
+shared tile together (a cooperative copy), every issuing thread a TMA store's box.
+
+Two boxes sharing an element are a write-write overlap (CAKE-DATA-007), elements no box covers a hole
+(CAKE-CONTRACT-010). Outputs that atomics update, or that are written at data-dependent coordinates or
+under data-dependent conditions, are accumulations or unprovable and are left alone.
+"""
+
+import itertools
+import math
+
+from cake.ir.v1 import ir_pb2
+
+from compiler.ir import operands, oprefs
+from compiler.ir.shapes import tile_shape
+from compiler.verify import exprs, threads
+from compiler.verify.protocol import findings
+from compiler.verify.registry import Finding, rule
+from compiler.verify.report import path_key
+
+C = ir_pb2
+# Blocks walked at most, loop iterations and thread groups visited at most, and cells of an output at most,
+# before the check gives up (it stays cheap on any input).
+MAX_BLOCKS = 64
+MAX_WORK = 50000
+MAX_CELLS = 1 << 16
+# Blocks of a persistent launch: two, so that tiles are shared out as on a real GPU.
+PERSISTENT_BLOCKS = 2
+_LANE_LEVEL = frozenset(("thread", "lane"))
+
+
+class _GiveUp(Exception):
+    """The walk would cost more than MAX_WORK: the check is left undone."""
+
+
+class _Writer:
+    """One op writing an output: its tile's shape, who writes which part of it, where."""
+
+    def __init__(self, ctx, site, g):
+        self.site, self.path, self.ref = site, site.path, g
+        self.role = site.role_index
+        self.coords = [exprs.compile_expr(c) for c in g.coords]
+        self.conds = [(exprs.compile_expr(c), taken) for c, taken in site.conds if exprs.names(c) & threads.THREAD]
+        tile = site.msg.src if site.kind == "tma_store" else site.msg.src_tile
+        region = ctx.region(tile.region)
+        self.resolved = region is not None and site.msg.HasField("src" if site.kind == "tma_store" else "src_tile")
+        self.shape = tile_shape(tile, region) if self.resolved else []
+        if not self.resolved:
+            self.unit = None
+        elif site.kind == "tma_store":
+            self.unit = "issuer"
+        elif region.space == C.MEMORY_SPACE_REGISTER:
+            self.unit = operands.HOLDER.get(region.layout, "thread")
+        else:
+            self.unit = "role"
+        used = set()
+        for c, _ in site.conds:
+            used |= exprs.names(c)
+        for c in g.coords:
+            used |= exprs.names(c)
+        used &= threads.THREAD
+        self.grain = "thread" if used & _LANE_LEVEL else "elected" if "elected" in used else "warp"
+
+
+def _writers(ctx):
+    """param name -> [_Writer] for the write-only outputs this check can prove; atomics and data-dependent writes
+    leave their param out."""
+    out, skip = {}, set()
+    for site in ctx.ops:
+        if site.msg is None:
+            continue
+        for _, g, access in oprefs.globals_(site.kind, site.msg):
+            if access == oprefs.R:
+                continue
+            hit = ctx.params.get(g.param)
+            if hit is None or hit[1].access != C.ACCESS_WRITE:
+                continue
+            data = any(ctx.data_names(c, site.role_index) for c in g.coords) or any(
+                ctx.data_names(c, site.role_index) for c, _ in site.conds)
+            if site.kind not in ("copy", "tma_store") or data or (site.kind == "copy" and site.msg.HasField("src_global")):
+                skip.add(g.param)
+                continue
+            w = _Writer(ctx, site, g)
+            if not w.resolved:
+                skip.add(g.param)
+                continue
+            out.setdefault(g.param, []).append(w)
+    return {name: ws for name, ws in out.items() if name not in skip}
+
+
+class _Walk:
+    """Walks the role bodies of one block, collecting the boxes the writers write."""
+
+    def __init__(self, ctx, writers, env):
+        self.ctx, self.env = ctx, env
+        self.by_path = {w.path: w for ws in writers.values() for w in ws}
+        self.inside = set()  # loops and branches holding a writer
+        for path in self.by_path:
+            for i in range(len(path)):
+                if path.startswith(".loop", i) or path.startswith(".branch", i):
+                    self.inside.add(path[: i + len(".loop" if path.startswith(".loop", i) else ".branch")])
+        self.pieces = []  # (param, origin, per-dim (start, size) in the tile, op path, who)
+        self.compiled = {}
+        self.work = 0
+
+    def block(self, label):
+        for i, role in enumerate(self.ctx.kernel.roles):
+            if any(w.role == i for w in self.by_path.values()):
+                self._body(role.body, "kernel.roles[%d].body" % i, i, [], label)
+
+    def _body(self, ops, prefix, role, loops, label):
+        env = self.env
+        for j, op in enumerate(ops):
+            kind = op.WhichOneof("kind")
+            path = "%s[%d].%s" % (prefix, j, kind)
+            if kind == "loop" and path in self.inside:
+                m = op.loop
+                start, end = self._value(path, "start", m.start), self._value(path, "end", m.end)
+                step = self._value(path, "step", m.step) if m.HasField("step") else 1
+                if m.kind == C.LOOP_KIND_PERSISTENT:
+                    start, step = start + env["block.x"], env["grid.x"]
+                if step <= 0:
+                    continue
+                for i, v in enumerate(range(start, end, step)):
+                    self._spend(1)
+                    env[m.var] = v
+                    if m.counter:
+                        env[m.counter] = i
+                    self._body(m.body, path + ".body", role, loops + [(m.var, v)], label)
+            elif kind == "branch" and path in self.inside:
+                m = op.branch
+                if exprs.names(m.cond) & threads.THREAD:  # decided per thread when the write runs
+                    self._body(m.then_body, path + ".then_body", role, loops, label)
+                    self._body(m.else_body, path + ".else_body", role, loops, label)
+                else:
+                    taken = self._value(path, "cond", m.cond)
+                    arm = ("then_body", m.then_body) if taken else ("else_body", m.else_body)
+                    self._body(arm[1], "%s.%s" % (path, arm[0]), role, loops, label)
+            elif path in self.by_path:
+                self._write(self.by_path[path], role, loops, label)
+
+    def _spend(self, work):
+        self.work += work
+        if self.work > MAX_WORK:
+            raise _GiveUp()
+
+    def _value(self, path, field, expr):
+        fn = self.compiled.get((path, field))
+        if fn is None:
+            fn = self.compiled[(path, field)] = exprs.compile_expr(expr)
+        return fn(self.env)
+
+    def _groups(self, w, role):
+        """(builtins, first thread, threads) of the role's threads at the writer's grain."""
+        n = self.ctx.spans[role].threads
+        if w.grain == "thread":
+            return [(threads.builtins_of(t), t, 1) for t in range(n)]
+        out = []
+        for first in range(0, n, 32):
+            if w.grain == "elected":
+                out += [(threads.builtins_of(first), first, 1), (threads.builtins_of(first + 1), first + 1, 31)]
+            else:
+                out.append((threads.builtins_of(first), first, 32))
+        return out
+
+    def _write(self, w, role, loops, label):
+        env = self.env
+        where = label + "".join(", %s=%d" % lv for lv in loops)
+        found, running = [], 0
+        groups = self._groups(w, role)
+        self._spend(len(groups))
+        for b, first, count in groups:
+            env.update(b)  # thread builtins: no loop bound or thread-independent condition reads them
+            if not all(bool(fn(env)) == taken for fn, taken in w.conds):
+                continue
+            running += count
+            origin = [fn(env) for fn in w.coords]
+            for offsets, copies, unit in _parts(w, b, first, count):
+                for k in range(copies):
+                    who = unit if copies == 1 else "thread %d" % (first + k)
+                    found.append((w.ref.param, origin, offsets, w.path, "%s, %s" % (where, who)))
+        if w.unit == "role":
+            # The role's threads copy a shared tile together; part of them write only their share of it.
+            found = found[:1] if running == self.ctx.spans[role].threads else []
+        self.pieces += found
+
+
+def _parts(w, b, first, count):
+    """[(per-dim (start, size) within the tile, copies, who)] that threads [first, first + count) write."""
+    whole = [(0, d) for d in w.shape]
+    warp = b["warp"]
+    if w.unit == "warpgroup":
+        if count != 32 or not w.shape:
+            return []
+        rows = operands.WGMMA_WARP_ROWS
+        return [([(rows * (warp % 4), rows)] + whole[1:], 1, "warp %d of warpgroup %d" % (warp, warp // 4))]
+    if w.unit == "warp":
+        return [(whole, 1, "warp %d" % warp)] if count == 32 else []
+    if w.unit == "row":
+        return [([(first, count)] + whole[1:], 1, "threads %d..%d" % (first, first + count - 1))] if w.shape else []
+    if w.unit in ("thread", "issuer"):
+        return [(whole, count, "thread %d" % first)]
+    return [(whole, 1, "its role's threads")]
+
+
+def _box(dims, origin, offsets):
+    """The tensor box (per-dim [lo, hi)) a tile part covers, clipped to the tensor; None when it is outside."""
+    lead = len(dims) - len(offsets)
+    if lead < 0:
+        return None
+    box = []
+    for d, size in enumerate(dims):
+        if d < lead:
+            lo, hi = origin[d], origin[d] + 1
+        else:
+            start, extent = offsets[d - lead]
+            lo = origin[d] + start
+            hi = lo + extent
+        lo, hi = max(lo, 0), min(hi, size)
+        if lo >= hi:
+            return None
+        box.append((lo, hi))
+    return box
+
+
+def _blocks(ctx, env):
+    launch = ctx.kernel.launch
+    if launch.persistent:
+        return [((b, 0, 0), "block %d" % b) for b in range(PERSISTENT_BLOCKS)], (PERSISTENT_BLOCKS, 1, 1)
+    grid = [max(0, exprs.evaluate(g, env)) for g in launch.grid[:3]] + [1] * (3 - min(3, len(launch.grid)))
+    if math.prod(grid) > MAX_BLOCKS:
+        return None, grid
+    out = []
+    for z in range(grid[2]):
+        for y in range(grid[1]):
+            for x in range(grid[0]):
+                out.append(((x, y, z), "block (%d, %d, %d)" % (x, y, z) if grid[2] > 1 else "block (%d, %d)" % (x, y)))
+    return out, grid
+
+
+def _check(ctx):
+    """The first overlap or hole as (kind, Finding), or None."""
+    writers = _writers(ctx)
+    if not writers:
+        return None
+    symbols = ctx.binder.spread(2)
+    if symbols is None:
+        return None
+    env = ctx.binder.environment(symbols, PERSISTENT_BLOCKS)
+    blocks, grid = _blocks(ctx, env)
+    if blocks is None:
+        return None
+    for axis, size in zip("xyz", grid):
+        env["grid." + axis] = size
+    walk = _Walk(ctx, writers, env)
+    for (x, y, z), label in blocks:
+        env["block.x"], env["block.y"], env["block.z"] = x, y, z
+        walk.block(label)
+    inputs = ", ".join("%s=%d" % (n, symbols[n]) for n in ctx.symbols if n in symbols)
+    for name, ws in writers.items():
+        found = _param(ctx, name, ws, [p for p in walk.pieces if p[0] == name], env, inputs)
+        if found:
+            return found
+    return None
+
+
+def _param(ctx, name, ws, pieces, env, inputs):
+    """The first overlap or hole among the boxes written into output `name`, as (kind, Finding), or None.
+
+    The boxes' edges cut the tensor into cells that each box covers wholly or not at all; each cell must be
+    covered exactly once."""
+    index, param = ctx.params[name]
+    dims = [exprs.evaluate(d, env) for d in param.shape]
+    boxes = []
+    for _, origin, offsets, path, label in pieces:
+        box = _box(dims, origin, offsets)
+        if box is not None:
+            boxes.append((box, path, label))
+    cuts = [sorted({0, size}.union(*({lo, hi} for lo, hi in (b[0][d] for b in boxes)))) for d, size in enumerate(dims)]
+    where = [{c: i for i, c in enumerate(axis)} for axis in cuts]
+    if math.prod(len(axis) - 1 for axis in cuts) > MAX_CELLS:
+        return None
+    decl = (("`%s` is declared here" % name, "kernel.params[%d]" % index),)
+    owner = {}
+    for box, path, label in sorted(boxes, key=lambda b: (path_key(b[1]), b[0])):
+        spans = [range(where[d][lo], where[d][hi]) for d, (lo, hi) in enumerate(box)]
+        for cell in itertools.product(*spans):
+            first = owner.get(cell)
+            if first is None:
+                owner[cell] = (path, label)
+                continue
+            element = "element %s%s" % (name, [cuts[d][c] for d, c in enumerate(cell)])
+            if first[0] == path:
+                message = "writes %s twice, by %s and by %s" % (element, first[1], label)
+                notes = decl
+            else:
+                message = "writes %s (%s), which another op also writes (%s)" % (element, label, first[1])
+                notes = (("the other write", first[0]),) + decl
+            return "overlap", Finding(
+                path, message + ": every element of an output is written exactly once (found with %s)" % inputs, notes)
+    for cell in itertools.product(*(range(len(axis) - 1) for axis in cuts)):
+        if cell not in owner:
+            written = sum(math.prod(hi - lo for lo, hi in box) for box, _, _ in boxes)
+            return "hole", Finding(
+                min((w.path for w in ws), key=path_key),
+                "leaves element %s%s of the write-only output `%s` %s unwritten: its writes cover %d of its %d "
+                "elements (found with %s)" % (name, [cuts[d][c] for d, c in enumerate(cell)], name, dims, written,
+                                              math.prod(dims), inputs),
+                decl,
+            )
+    return None
+
+
+def result(ctx):
+    """The outputs check's finding ((kind, Finding) or None), computed once; gated like the protocol model."""
+    cached = getattr(ctx, "_outputs_result", False)
+    if cached is not False:
+        return cached
+    out = None
+    if not findings.gated(ctx):
+        try:
+            out = _check(ctx)
+        except (exprs.ExprError, _GiveUp):  # an undefined bound (CAKE-CONTRACT-009's to report), or too big
+            out = None
+    ctx._outputs_result = out
+    return out
+
+
+@rule(
+    "CAKE-CONTRACT-010", "contract", "error",
+    doc="Every element of every write-only output is written, for the contract's shapes (checked on an input on "
+    "which each symbol of a loop bound or grid dimension doubles its loop's trips or its dimension's blocks; "
+    "clipped edge tiles count as written where they lie inside the tensor).",
+    fix_hint="Make the writes tile the output: every block, warpgroup, warp or thread writes its own part, and the "
+    "grid, the loops and the tile origins together reach every element.",
+    model=True,
+)
+def outputs_covered(ctx):
+    found = result(ctx)
+    if found and found[0] == "hole":
+        yield found[1]

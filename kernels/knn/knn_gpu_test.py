@@ -1,0 +1,154 @@
+"""GPU tests of the KNN API: the oracle at tail shapes on the runtime's five distributions, every metric
+and dtype, self-KNN, both layouts, the custom ops (opcheck, torch.compile, CUDA graphs), KnnIndex."""
+
+import pytest
+
+# Tails everywhere: Q, M, D and k are not multiples of any tile; one query (the small-Q layout),
+# more queries than a block holds, a database smaller than a tile, batches.
+SHAPES = [
+    {"B": 1, "Q": 333, "M": 4097, "D": 128},
+    {"B": 2, "Q": 5, "M": 3000, "D": 72},
+    {"B": 1, "Q": 1, "M": 70, "D": 256},
+    {"B": 3, "Q": 130, "M": 1000, "D": 40},
+    {"B": 1, "Q": 700, "M": 2049, "D": 520},
+]
+
+
+def _launch(metric, k, exclude_self=False):
+    from kernels.knn import api
+
+    def launch(outputs, inputs):
+        dist, idx = api.knn(inputs[0], inputs[1], k, metric=metric, exclude_self=exclude_self)
+        outputs[0].copy_(dist)
+        outputs[1].copy_(idx)
+
+    return launch
+
+
+def _check(shapes, metric, k, dtype="bfloat16", exclude_self=False):
+    import torch
+
+    from kernels.knn.contract import knn_contract
+    from runtime.check import check_kernel
+
+    shapes = [dict(s, k=k, metric=metric, exclude_self=exclude_self) for s in shapes]
+    result = check_kernel(knn_contract(shapes, getattr(torch, dtype)), _launch(metric, k, exclude_self))
+    assert result.passed, result.message
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("metric, k", [("l2", 1), ("l2", 10), ("l2", 32), ("ip", 10), ("cosine", 10), ("ip", 3)])
+def test_knn_passes_the_oracle_on_tail_shapes(metric, k):
+    _check(SHAPES[:4], metric, k)
+
+
+@pytest.mark.gpu
+def test_wide_features_and_half_precision():
+    _check(SHAPES[4:], "l2", 7)
+    _check(SHAPES[:2], "cosine", 5, dtype="float16")
+
+
+@pytest.mark.gpu
+def test_float32_inputs_rank_through_bf16_terms_and_rescore_exactly():
+    _check([{"B": 1, "Q": 200, "M": 3000, "D": 100}, {"B": 2, "Q": 3, "M": 500, "D": 8}], "l2", 10, dtype="float32")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("metric", ["l2", "cosine"])
+def test_self_knn_excludes_each_point(metric):
+    _check([{"B": 1, "Q": 1500, "M": 1500, "D": 64}, {"B": 2, "Q": 9, "M": 9, "D": 16}], metric, 8, exclude_self=True)
+
+
+@pytest.mark.gpu
+def test_both_layouts_agree_on_few_queries():
+    import torch
+
+    from kernels.knn import api
+
+    g = torch.Generator(device="cuda").manual_seed(0)
+    q = torch.randn(1, 9, 128, device="cuda", generator=g).to(torch.bfloat16)
+    x = torch.randn(1, 50_000, 128, device="cuda", generator=g).to(torch.bfloat16)
+    db = api._Database(x, "l2")
+    out = {}
+    for layout in ("rows", "cols"):
+        dist = torch.empty(1, 9, 16, device="cuda")
+        idx = torch.empty(1, 9, 16, device="cuda", dtype=torch.int32)
+        out[layout] = api.search_into(q, db, 16, False, dist, idx, layout=layout)
+    # The layouts sum each score in another order: rows may swap only where scores tie within rounding.
+    same = (out["rows"][1] == out["cols"][1]).float().mean().item()
+    assert same > 0.99, same
+    torch.testing.assert_close(out["rows"][0], out["cols"][0], rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.gpu
+def test_ties_go_to_the_smaller_index():
+    import torch
+
+    from kernels.knn import api
+
+    base = torch.randn(100, 32, device="cuda").to(torch.bfloat16)
+    x = base.repeat(4, 1)  # every row four times: rows j, j + 100, j + 200, j + 300 tie exactly
+    _, idx = api.knn(base[:7], x, 4)
+    want = torch.arange(7, device="cuda")[:, None] + 100 * torch.arange(4, device="cuda")[None, :]
+    assert torch.equal(idx.long(), want)
+
+
+@pytest.mark.gpu
+def test_index_search_matches_knn_and_keeps_its_rows():
+    import torch
+
+    from kernels.knn import api
+
+    x = torch.randn(2, 5000, 96, device="cuda").to(torch.bfloat16)
+    q = torch.randn(2, 77, 96, device="cuda").to(torch.bfloat16)
+    index = api.KnnIndex(x, metric="ip")
+    d1, i1 = index.search(q, 12, index_dtype=torch.int64)
+    d2, i2 = api.knn(q, x, 12, metric="ip", index_dtype=torch.int64)
+    assert i1.dtype == torch.int64 and torch.equal(i1, i2) and torch.equal(d1, d2)
+    assert torch.equal(index.search(q, 12, return_distances=False), i1.int())
+    with pytest.raises(ValueError, match="same feature dim"):
+        index.search(q[..., :64], 3)
+
+
+@pytest.mark.gpu
+def test_custom_ops_pass_opcheck():
+    import torch
+
+    from kernels.knn import api
+
+    q = torch.randn(2, 50, 64, device="cuda").to(torch.bfloat16)
+    x = torch.randn(2, 700, 64, device="cuda").to(torch.bfloat16)
+    torch.library.opcheck(api._knn_op, (q, x, 5, "l2", False, False), test_utils=("test_schema", "test_faketensor"))
+    db = api._Database(x, "cos")
+    torch.library.opcheck(api._search_op, (q, db.rank, db.rows, db.col, db.max_norm(), 5, "cos", False, True),
+                          test_utils=("test_schema", "test_faketensor"))
+
+
+@pytest.mark.gpu
+def test_compiles_with_fullgraph_and_replays_in_a_cuda_graph():
+    import torch
+
+    from kernels.knn import api
+
+    q = torch.randn(300, 128, device="cuda").to(torch.bfloat16)
+    x = torch.randn(20_000, 128, device="cuda").to(torch.bfloat16)
+    want = api.knn(q, x, 10)
+
+    @torch.compile(fullgraph=True)
+    def f(a, b):
+        dist, idx = api.knn(a, b, 10)
+        return dist.sqrt(), idx
+
+    dist, idx = f(q, x)
+    assert torch.equal(idx, want[1]) and torch.allclose(dist, want[0].sqrt())
+
+    index = api.KnnIndex(x)
+    index.search(q, 10)  # build and warm up outside the capture
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        g_dist, g_idx = index.search(q, 10)
+    q.copy_(torch.randn_like(q))
+    graph.replay()
+    torch.cuda.synchronize()
+    fresh = api.knn(q, x, 10)
+    assert torch.equal(g_idx, fresh[1]) and torch.equal(g_dist, fresh[0])

@@ -1,0 +1,197 @@
+"""How the KNN API runs a problem: which score schedule, its parameters, and the database split.
+
+Pure arithmetic over the problem's sizes (no GPU): the register and shared-memory
+budgets that decide which schedule parameters fit, and a small cost model that picks
+the split of the database into ranges so the persistent blocks end together.
+
+Two layouts (kernels/knn/schedules.py):
+- rows: queries on the wgmma M side, 64 per warpgroup; `row_groups` warpgroups of
+  different queries and `interleave` classes taking alternate tiles of a range.
+- cols: database rows on the M side, up to 16 queries on N (few queries).
+"""
+
+import dataclasses
+import functools
+
+from kernels.knn import schedules
+
+SMS = 132  # H200 multiprocessors; the planner reads the device's count when it has one
+SHARED_LIMIT = 227 * 1024
+MAX_K = 32  # register lists: k values and k indices per list and thread, next to a score tile
+MAX_D = 1024
+MAX_FP32_D = 336  # fp32 inputs rank through three bf16 terms: 3 D feature columns
+MAX_STAGES = 8  # the deepest ring a score kernel is given (more bytes in flight per SM for search)
+# Registers per consumer thread besides its score tile and lists (addresses, counters, the thresholds).
+OVERHEAD_REGISTERS = 32
+
+
+@dataclasses.dataclass(frozen=True)
+class Plan:
+    layout: str  # "rows" or "cols"
+    params: tuple  # sorted (name, value) pairs: the schedule builder's keyword arguments
+    splits: int  # S: database ranges
+    tiles: int  # T: tiles per range
+    lists: int  # partial lists per query: S * lists per range
+    lists_padded: int  # P of the workspace: lists rounded up to whole warps of the merge
+
+    @property
+    def kwargs(self):
+        return dict(self.params)
+
+
+def tile_width(d):
+    """Feature tile width of a score kernel for D features: a multiple of 64."""
+    return max(64, -(-d // 64) * 64)
+
+
+def _consumer_registers(consumers):
+    return schedules.register_split(consumers)[1]
+
+
+def _rows_fits(k, block_n, consumers):
+    return block_n // 2 + 4 * k + OVERHEAD_REGISTERS <= _consumer_registers(consumers)
+
+
+def _rows_shared(d, dk, block_n, stages, q_stages, row_groups):
+    tile = lambda b: -(-b // 1024) * 1024  # noqa: E731  (each region stage is 1024-byte aligned)
+    return (q_stages * tile(64 * row_groups * d * 2) + stages * tile(block_n * dk * 2)
+            + stages * -(-block_n * 4 // 16) * 16 + 4096)
+
+
+def slab_width(d):
+    """Width of the D slabs wide rows stream through the ring in: the widest of 256, 192, 128, 64 dividing d."""
+    return d if d <= 256 else max(c for c in (256, 192, 128, 64) if d % c == 0)
+
+
+def rings(q, d, block_n, row_groups, interleave):
+    """(stages, q_stages) of the deepest ring that fits shared memory, or None.
+
+    One block of queries (every item has the same queries) needs one query buffer; a class's
+    next round comes (interleave - 1) * slabs + 1 rounds after its last, so the ring must span it.
+    """
+    dk = slab_width(d)
+    q_options = (1,) if q <= 64 * row_groups else (2, 1)
+    for q_stages in q_options:
+        for stages in range(MAX_STAGES, 1, -1):
+            if stages < (interleave - 1) * (d // dk) + 1:
+                break
+            if _rows_shared(d, dk, block_n, stages, q_stages, row_groups) <= SHARED_LIMIT:
+                return stages, q_stages
+    return None
+
+
+def rows_params(q, k, d, row_groups=None, interleave=None, block_n=None):
+    """Schedule parameters of the rows layout for Q queries, k neighbours, tile width d (or None).
+
+    Free choices (row groups, interleave classes, block_n) go to the most consumer warpgroups
+    whose lists fit their registers, then the widest tiles; fixing them checks that they fit.
+    """
+    best = None
+    for bn in (block_n,) if block_n else (128, 64):
+        for consumers in (4, 3, 2, 1):
+            if not _rows_fits(k, bn, consumers):
+                continue
+            r = row_groups or max(1, min(consumers, -(-q // 64)))
+            c = interleave or consumers // r
+            if r * c != consumers and (row_groups or interleave) is None:
+                c = consumers // r
+            if r * c > 4 or not _rows_fits(k, bn, r * c):
+                continue
+            fit = rings(q, d, bn, r, c)
+            if fit is None:
+                continue
+            cand = dict(d=d, dk=slab_width(d), block_n=bn, stages=fit[0], q_stages=fit[1], row_groups=r, interleave=c, k=k)
+            key = (r * c, bn)  # more warpgroups, then wider tiles (fewer wgmma issues per score)
+            if best is None or key > best[0]:
+                best = (key, cand)
+    if best is None:
+        if row_groups or interleave or block_n:
+            return None
+        raise ValueError("no rows schedule fits k=%d at feature width %d" % (k, d))
+    return best[1]
+
+
+def cols_params(k, d):
+    """Schedule parameters of the cols layout (up to 16 queries), or None when its lists do not fit."""
+    for consumers in (2, 1):
+        if 8 + 8 * k + OVERHEAD_REGISTERS > _consumer_registers(consumers):
+            continue
+        for stages in (6, 4, 3, 2):
+            if 16 * d * 2 + stages * (64 * consumers * d * 2 + 64 * consumers * 4) + 8192 <= SHARED_LIMIT:
+                return dict(d=d, block_q=16, stages=stages, consumers=consumers, k=k)
+    return None
+
+
+def splits_for(work_items, n_tiles, granule, sms, warm=0.0):
+    """(S, T): ranges of T tiles (T a multiple of `granule`) so that the persistent blocks end together.
+
+    Estimated time is the busiest block's tiles (rounds of items x tiles per item) plus a
+    per-item cost: loading its queries and writing its lists (about two tiles' worth), and
+    `warm` tiles' worth of filling fresh lists (every range starts its lists empty, and its
+    first candidates all insert; seeded lists do not).
+    """
+    best = None
+    for s in range(1, max(1, min(n_tiles, 8 * sms)) + 1):
+        t = -(-n_tiles // s)
+        t = -(-t // granule) * granule
+        s_used = -(-n_tiles // t)
+        rounds = -(-work_items * s_used // sms)
+        cost = rounds * (t / granule + 2.0 + warm)
+        if best is None or cost < best[0] - 1e-9:
+            best = (cost, s_used, t)
+    return best[1], best[2]
+
+
+# Per-item cost of warming fresh lists up, in tiles per list entry (measured on the H200: splitting
+# an all-pairs problem nine ways without seeds doubled its time).
+WARM_TILES_PER_K = 4.0
+# Seeding (a first pass over a sample of the database bounds each query's k-th score) pays when
+# the database is split into at least this many partial lists per query.
+SEED_MIN_LISTS = 16
+SEED_SAMPLE = 64  # the sample is the first M / SEED_SAMPLE rows (at least SEED_MIN_ROWS)
+SEED_MIN_ROWS = 8192
+
+
+def seed_rows(m, k):
+    """Rows of the database sample a seeding pass scores, or 0 when the database is too small to seed."""
+    rows = max(m // SEED_SAMPLE, SEED_MIN_ROWS, 4 * k)
+    return rows if 8 * rows <= m else 0
+
+
+@functools.lru_cache(maxsize=4096)
+def plan(b, q, m, d, k, layout=None, sms=SMS, seeded=False):
+    """The Plan for B problems of Q queries and M database rows of D (padded) features, k neighbours.
+
+    `seeded` plans for lists that start at a bound on each query's k-th score (no warm-up cost
+    per range). Cached: a call's planning costs a dictionary lookup.
+    """
+    warm = 0.0 if seeded else WARM_TILES_PER_K * k
+    width = tile_width(d)
+    cols = cols_params(k, width) if width <= 256 else None
+    if layout is None:
+        layout = "cols" if cols is not None and q <= 16 else "rows"
+    if layout == "cols":
+        if cols is None:
+            raise ValueError("the cols layout does not fit k=%d at feature width %d" % (k, width))
+        params = cols
+        block_m = 64 * params["consumers"]
+        s, t = splits_for(b * -(-q // 16), -(-m // block_m), 1, sms, warm)
+        lists = s * 4 * params["consumers"]
+    else:
+        params = rows_params(q, k, width)
+        block_q = 64 * params["row_groups"]
+        s, t = splits_for(b * -(-q // block_q), -(-m // params["block_n"]), params["interleave"], sms, warm)
+        lists = s * params["interleave"]
+    return Plan(layout, tuple(sorted(params.items())), s, t, lists, -(-lists // 32) * 32)
+
+
+@functools.lru_cache(maxsize=None)
+def device_sms(device):
+    """Multiprocessors of a CUDA device (the planner's SMS default when none is given)."""
+    try:
+        import torch
+
+        return torch.cuda.get_device_properties(device).multi_processor_count
+    except Exception:  # noqa: BLE001  (no CUDA: plan for the H200)
+        return SMS
+

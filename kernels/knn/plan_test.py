@@ -1,0 +1,46 @@
+"""The KNN planner: parameters that fit the budgets, splits that cover the database and balance the blocks."""
+
+import pytest
+
+from kernels.knn import plan, schedules
+
+
+@pytest.mark.parametrize("k", [1, 4, 10, 16, 32])
+@pytest.mark.parametrize("d", [64, 128, 256, 512, 1024])
+def test_rows_parameters_fit_registers_and_shared_memory(k, d):
+    p = plan.rows_params(100_000, k, d)
+    consumers = p["row_groups"] * p["interleave"]
+    assert p["block_n"] // 2 + 4 * k + plan.OVERHEAD_REGISTERS <= schedules.register_split(consumers)[1]
+    assert plan._rows_shared(p["d"], p["dk"], p["block_n"], p["stages"], p["q_stages"], p["row_groups"]) <= plan.SHARED_LIMIT
+    assert p["stages"] >= (p["interleave"] - 1) * (p["d"] // p["dk"]) + 1
+
+
+def test_few_queries_spread_over_interleaved_warpgroups_and_many_over_row_groups():
+    few, many = plan.rows_params(64, 4, 128), plan.rows_params(100_000, 4, 128)
+    assert few["row_groups"] == 1 and few["interleave"] > 1
+    assert many["row_groups"] > 1 and many["interleave"] == 1
+
+
+@pytest.mark.parametrize("b, q, m, d, k", [(1, 65536, 65536, 128, 10), (1, 128, 10_000_000, 128, 10), (3, 7, 4097, 32, 3),
+                                           (1, 1, 1, 8, 1), (2, 1000, 20_000_000, 512, 32)])
+def test_splits_cover_the_database(b, q, m, d, k):
+    p = plan.plan(b, q, m, d, k)
+    block = p.kwargs.get("block_n") or 64 * p.kwargs["consumers"]
+    assert p.splits * p.tiles * block >= m > (p.splits - 1) * p.tiles * block
+    assert p.lists_padded % 32 == 0 and p.lists_padded >= p.lists
+
+
+def test_search_splits_the_database_over_every_multiprocessor():
+    p = plan.plan(1, 128, 10_000_000, 128, 10, sms=132)
+    assert p.splits >= 128
+
+
+def test_few_queries_take_the_small_q_layout():
+    assert plan.plan(1, 5, 1_000_000, 128, 10).layout == "cols"
+    assert plan.plan(1, 17, 1_000_000, 128, 10).layout == "rows"
+    assert plan.plan(1, 5, 1_000_000, 512, 10).layout == "rows"  # wide rows: the queries' tile fits rows only
+
+
+def test_a_layout_that_does_not_fit_is_refused():
+    with pytest.raises(ValueError, match="cols layout does not fit"):
+        plan.plan(1, 5, 1000, 128, 32, layout="cols")
