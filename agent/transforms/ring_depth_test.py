@@ -13,7 +13,7 @@ DEPTHS = [{"stages": 1}, {"stages": 2}, {"stages": 4}]
 def test_property_every_ring_changes_depth():
     applied = testing.check("ring_depth", DEPTHS)
     programs = {p for p, _, _ in applied}
-    assert {"kmeans_assign_sm90a", "gemm_sm90a", "knn_topk_sm90a", "kda_chunk_fwd_sm90a",
+    assert {"kmeans_assign_sm90a", "gemm_sm90a", "knn_rows_sm90a", "kda_chunk_fwd_sm90a",
             "kmeans_assign_sm90a_tuned", "kmeans_assign_naive+loads_to_tma"} <= programs
     for _, args, out in applied:
         p = out.pipelines[0]
@@ -23,7 +23,7 @@ def test_property_every_ring_changes_depth():
 
 def test_property_the_resident_ring_of_persistent_kernels_deepens():
     applied = testing.check("ring_depth", [{"pipeline": "sRows_ring", "stages": 2}, {"pipeline": "sX_ring", "stages": 2}])
-    assert {p for p, _, _ in applied} >= {"kmeans_assign_sm90a+persistent", "knn_topk_sm90a+persistent",
+    assert {p for p, _, _ in applied} >= {"kmeans_assign_sm90a+persistent",
                                           "kmeans_assign_naive+loads_to_tma+split_producer+mma_to_wgmma+persistent"}
     text = print_kernel(next(o for p, _, o in applied if p == "kmeans_assign_sm90a+persistent"))
     assert "dst: sRows@(it % 2)" in text and "a: sRows@(it % 2)[warpgroup * 64 +: 64" in text

@@ -16,7 +16,7 @@ def test_property_every_tiled_axis_reshapes():
     applied = testing.check("tile_shape", SIZES)
     seen = {(p.split("+")[0], a["symbol"]) for p, a, _ in applied}
     assert {("kmeans_assign_naive", "N"), ("kmeans_assign_naive", "K"), ("gemm_naive", "M"), ("gemm_naive", "N"),
-            ("gemm_naive", "K"), ("gemm_sm90a", "K"), ("kmeans_assign_sm90a", "K"), ("knn_topk_sm90a", "M")} <= seen
+            ("gemm_naive", "K"), ("gemm_sm90a", "K"), ("kmeans_assign_sm90a", "K")} <= seen
     # Rows split over consumer warpgroups follow the block, in grid and persistent launches alike.
     assert ("kmeans_assign_sm90a", "N") in seen
     assert [p for p, a, _ in applied if p.endswith("persistent") and a["symbol"] == "N" and "kmeans" in p]

@@ -54,13 +54,15 @@ OPERAND_FRAGMENTS = frozenset((L.FRAGMENT_LAYOUT_MMA_A, L.FRAGMENT_LAYOUT_MMA_B)
 
 
 # Who holds which part of a register fragment (ir.proto's FragmentLayout): each warpgroup its own WGMMA tile (warp w
-# of it rows WGMMA_WARP_ROWS * (w % 4) onward), each warp its own MMA tile, thread t row t of a ROW_PER_THREAD tile,
-# every thread all of a PER_THREAD one. A fragment stored to memory is written by these holders, part by part.
+# of it rows WGMMA_WARP_ROWS * (w % 4) onward), each warp its own MMA tile and all of a WGMMA_COLS fragment (the
+# lists of its 16 rows; its lanes 0..3 write the columns out), thread t row t of a ROW_PER_THREAD tile, every thread
+# all of a PER_THREAD one. A fragment stored to memory is written by these holders, part by part.
 HOLDER = {
     L.FRAGMENT_LAYOUT_WGMMA_ACC: "warpgroup",
     L.FRAGMENT_LAYOUT_WGMMA_ROWS: "warpgroup",
     L.FRAGMENT_LAYOUT_MMA_ACC: "warp",
     L.FRAGMENT_LAYOUT_MMA_ROWS: "warp",
+    L.FRAGMENT_LAYOUT_WGMMA_COLS: "warp",
     L.FRAGMENT_LAYOUT_ROW_PER_THREAD: "row",
     L.FRAGMENT_LAYOUT_PER_THREAD: "thread",
 }

@@ -11,8 +11,8 @@ Each breaking strategy draws a base that has a site of its kind, one such site, 
 - CAKE-CONTRACT-010: an output's block or loop stride doubled (writers skip rows);
 - CAKE-DATA-008: what a TMA store or MMA reads is written in part (staging by warpgroup 0 only, or half
   the rows of the only write);
-- CAKE-STRUCT-019: an operand that no longer fits its op (a shared operand's window halved, top-k lists of
-  the wrong length);
+- CAKE-STRUCT-019: an operand that no longer fits its op (a shared operand's window halved);
+- CAKE-STRUCT-020: top-k lists of the wrong length (k halved);
 - CAKE-PIPE-005: a consumer releases the next round's slot;
 - CAKE-SYNC-008: a round inside a persistent loop restarts on every tile, or overlaps the next tile's;
 - CAKE-SYNC-006: an expect_tx short of one load's bytes, the loads in either order;
@@ -292,9 +292,12 @@ def shape_sites(kernel):
                                 tile.window.add(start=_int(0), size=d)
                         tile.window[-1].size = shape[-1] // 2
                     edits.append(narrow)
-        elif kind == "top_k" and op.top_k.k >= 2:
-            edits.append(lambda draw, m=op.top_k: setattr(m, "k", m.k // 2))
     return edits
+
+
+def topk_length_sites(kernel):
+    return [lambda draw, m=op.top_k: setattr(m, "k", m.k // 2)
+            for role, op, path, loops in _role_ops(kernel) if op.WhichOneof("kind") == "top_k" and op.top_k.k >= 2]
 
 
 def _ring_of(kernel, barrier, end):
@@ -410,6 +413,7 @@ BREAKING = {
     "CAKE-CONTRACT-010": hole_sites,
     "CAKE-DATA-008": uncovered_sites,
     "CAKE-STRUCT-019": shape_sites,
+    "CAKE-STRUCT-020": topk_length_sites,
     "CAKE-PIPE-005": release_sites,
     "CAKE-SYNC-008": restart_sites,
     "CAKE-SYNC-006": short_expect_sites,

@@ -88,11 +88,12 @@ def _score_contract(kb, d, k, metric, exclude_self, lists_per_range, dtype, seed
         kb.require(mp % 4 == 0, "rows of col start 16-byte aligned (TMA)")
         kb.require((mp >= m) & (mp < m + 4), "MP is M rounded up to a multiple of 4")
         col = kb.tensor("col", "f32", [b, mp], doc="per database row: ||x||^2 (l2) or 1 / ||x|| (cos); 0 past M")
-    p = kb.symbol("P", min=lists_per_range, max=1 << 20, doc="partial lists of the workspace (lists past S * %d are not written)"
-                  % lists_per_range)
+    p = kb.symbol("P", min=lists_per_range, max=1 << 20, doc="partial lists of the workspace (lists past S * %d are not "
+                  "written: they keep the host's fill, the worst score and index -1, for the merge)" % lists_per_range)
     kb.require(p >= s * lists_per_range, "the workspace holds the %d partial lists of every range" % lists_per_range)
-    part_v = kb.tensor("part_v", "f32", [b, p, q_n, kk], access="write", doc="partial lists' scores, best first")
-    part_i = kb.tensor("part_i", "i32", [b, p, q_n, kk], access="write", doc="partial lists' database rows")
+    # read_write: the kernel writes the first S * lists_per_range lists; the rest keep the host's fill.
+    part_v = kb.tensor("part_v", "f32", [b, p, q_n, kk], access="read_write", doc="partial lists' scores, best first")
+    part_i = kb.tensor("part_i", "i32", [b, p, q_n, kk], access="read_write", doc="partial lists' database rows")
     seed = kb.tensor("seed", "f32", [b, q_n], doc="per query: the score a candidate must beat (a bound on the k-th)") if seeded else None
     return b, q_n, m, dd, s, t, q, x, col, part_v, part_i, seed
 

@@ -22,7 +22,7 @@ kernel knn_cols_sm90a {
     symbol P {
       min: 8
       max: 1048576
-      doc: "partial lists of the workspace (lists past S * 8 are not written)"
+      doc: "partial lists of the workspace (lists past S * 8 are not written: they keep the host's fill, the worst score and index -1, for the merge)"
     }
     constraint { expr: D % 8 == 0  doc: "rows of q and x start 16-byte aligned (TMA)" }
     constraint { expr: MP % 4 == 0  doc: "rows of col start 16-byte aligned (TMA)" }
@@ -62,7 +62,7 @@ kernel knn_cols_sm90a {
     kind: tensor
     dtype: f32
     shape: [B, P, Q, k]
-    access: write
+    access: read_write
     align_bytes: 16
     doc: "partial lists' scores, best first"
   }
@@ -70,7 +70,7 @@ kernel knn_cols_sm90a {
     kind: tensor
     dtype: i32
     shape: [B, P, Q, k]
-    access: write
+    access: read_write
     align_bytes: 16
     doc: "partial lists' database rows"
   }

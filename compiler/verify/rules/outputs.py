@@ -5,9 +5,9 @@ trips or that dimension's blocks (protocol/inputs.py, Binder.spread; a persisten
 the tiles). It walks every block's role bodies (the loops and branches holding output writes; conditions on
 thread builtins are evaluated per thread group) and turns each write into boxes of tensor elements, clipped to
 the tensor as lowering clips them. Who writes which part of a tile follows its source (compiler/ir/operands.py,
-HOLDER): warp w of a warpgroup rows 16 (w % 4) .. + 16 of a WGMMA fragment, a warp all of an MMA fragment,
-thread t row t of a ROW_PER_THREAD fragment and every thread all of a PER_THREAD one, the role's threads a
-shared tile together (a cooperative copy), every issuing thread a TMA store's box.
+HOLDER): warp w of a warpgroup rows 16 (w % 4) .. + 16 of a WGMMA fragment, a warp all of an MMA or WGMMA_COLS
+fragment, thread t row t of a ROW_PER_THREAD fragment and every thread all of a PER_THREAD one, the role's threads
+a shared tile together (a cooperative copy), every issuing thread a TMA store's box.
 
 Two boxes sharing an element are a write-write overlap (CAKE-DATA-007), elements no box covers a hole
 (CAKE-CONTRACT-010). Outputs that atomics update, or that are written at data-dependent coordinates or

@@ -138,20 +138,6 @@ def _arg_reduce(ctx, site):
         yield Finding(site.path, "reducing axis %d of %s leaves %s, not %s" % (m.axis, src, _without(src.shape, m.axis), values))
 
 
-def _top_k(ctx, site):
-    m = site.msg
-    src, values, indices = _tile(ctx, m.src), _tile(ctx, m.values), _tile(ctx, m.indices)
-    if src is None or values is None or indices is None:
-        return
-    if values.shape != indices.shape:
-        yield from _same_shape(site, "values and indices", values, indices)
-    elif m.axis != 1 or len(src.shape) != 2:
-        yield Finding(site.path, "top_k searches axis 1 of a [rows, cols] tile; here axis %d of %s" % (m.axis, src))
-    elif values.shape != [_rows_of(src), m.k]:
-        yield Finding(site.path, "top_k keeps %d values for each of the %d rows of %s: [%d, %d], not %s" % (
-            m.k, _rows_of(src), src, _rows_of(src), m.k, values))
-
-
 def _scan(ctx, site):
     m = site.msg
     src, dst = _tile(ctx, m.src), _tile(ctx, m.dst)
@@ -209,7 +195,6 @@ _CHECKS = {
     "copy": _copy,
     "reduce": _reduce,
     "arg_reduce": _arg_reduce,
-    "top_k": _top_k,
     "scan": _scan,
     "tri_solve": _tri_solve,
     "atomic": _atomic,
@@ -223,9 +208,9 @@ _CHECKS = {
     "CAKE-STRUCT-019", "structure", "error",
     doc="Operand shapes fit every op: copies move equal shapes; elementwise ops get their number of operands, each "
     "broadcasting onto the destination (its own layout and shape, one value per row of a fragment of its family, or "
-    "aligned with the trailing dims with size-1 dims broadcast); reductions drop their axis; arg-reductions and top-k "
-    "keep per-row results (k of them); scans keep the shape; triangular solves are square; scatter indices give one "
-    "row each; ldmatrix, stmatrix and tmem_load move their fragment's shape.",
+    "aligned with the trailing dims with size-1 dims broadcast); reductions drop their axis; arg-reductions "
+    "keep per-row results (top-k lists: CAKE-STRUCT-020); scans keep the shape; triangular solves are square; "
+    "scatter indices give one row each; ldmatrix, stmatrix and tmem_load move their fragment's shape.",
     fix_hint="Give the operand the shape the op reads or writes there (a window of that shape, or one that "
     "broadcasts to the destination).",
 )
