@@ -1,4 +1,4 @@
-# expect: CAKE-DATA-008 at kernel.roles[1].body[11].branch.then_body[0].tma_store
+# expect: CAKE-DATA-008 at kernel.roles[1].body[12].branch.then_body[0].tma_store
 # defect: the distance tile is declared for k = 32; the TMA store reads columns 16..31 that nothing wrote
 kernel knn_topk_sm90a_tma_store {
   contract {
@@ -144,9 +144,10 @@ kernel knn_topk_sm90a_tma_store {
         index_base: t * 128
         values: best_v
         indices: best_i
-        scope: lanes
+        scope: thread
       }
     }
+    top_k { src: best_v  k: 16  values: best_v  indices: best_i  scope: lanes }
     copy { src_global: q_sq[block.x * 128 + warpgroup * 64]  dst_tile: qs }
     elementwise { op: add  dst: best_v  srcs: [best_v, qs] }
     copy { src_tile: best_v  dst_tile: sD[warpgroup * 64 +: 64, 0 +: 16] }

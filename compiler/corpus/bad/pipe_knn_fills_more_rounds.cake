@@ -141,9 +141,10 @@ kernel knn_topk_sm90a {
         index_base: t * 128
         values: best_v
         indices: best_i
-        scope: lanes
+        scope: thread
       }
     }
+    top_k { src: best_v  k: 16  values: best_v  indices: best_i  scope: lanes }
     copy { src_global: q_sq[block.x * 128 + warpgroup * 64]  dst_tile: qs }
     elementwise { op: add  dst: best_v  srcs: [best_v, qs] }
     copy { src_tile: best_v  dst_global: dist[block.x * 128 + warpgroup * 64, 0] }

@@ -143,9 +143,10 @@ kernel knn_topk_sm90a_tma_store {
         index_base: t * 128
         values: best_v
         indices: best_i
-        scope: lanes
+        scope: thread
       }
     }
+    top_k { src: best_v  k: 16  values: best_v  indices: best_i  scope: lanes }
     copy { src_global: q_sq[block.x * 128 + warpgroup * 64]  dst_tile: qs }
     elementwise { op: add  dst: best_v  srcs: [best_v, qs] }
     copy { src_tile: best_v  dst_tile: sD[warpgroup * 64 +: 64, 0 +: 16] }
