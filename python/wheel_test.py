@@ -47,7 +47,7 @@ def test_the_wheel_installs_only_cake_and_no_tests(wheel):
     assert not [n for n in names if n.endswith("_test.py") or "/testing/" in n or "/testdata/" in n
                 or n.endswith(("BUILD.bazel", "bench.py"))]
     for needed in ("cake/py.typed", "cake/__init__.pyi", "cake/ir/v1/ir_pb2.py", "cake/compiler/v1/artifact_pb2.py",
-                   "cake/compiler/lower/device/include/cake/cake.cuh", "cake/compiler/analysis/targets.json",
+                   "cake/compiler/lower/device/include/cake/cake.cuh", "cake/compiler/targets/targets.json",
                    "cake/proto/cake/ir/v1/ir.proto", "cake/docs/ir_text.md"):
         assert needed in names, needed
 
