@@ -182,7 +182,7 @@ def _fit_swizzle(region):
     row = region.shape[-1] * DTYPE_BYTES.get(region.dtype, 0)
     if row % SWIZZLE_SPAN[region.swizzle] == 0:
         return
-    fits = [s for s, span in sorted(SWIZZLE_SPAN.items(), key=lambda kv: -kv[1]) if row % span == 0]
+    fits = [s for s, span in sorted(SWIZZLE_SPAN.items(), key=lambda kv: -kv[1]) if span and row % span == 0]
     region.swizzle = fits[0] if fits else ir_pb2.SWIZZLE_NONE_UNSPECIFIED
 
 
