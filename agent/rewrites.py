@@ -83,7 +83,7 @@ def rebalance_registers(kernel, producer=24, cap=240):
         raise NotApplicable("only producer roles have budgets")
     unbudgeted = sum(role_threads(r) for r in out.roles if not r.registers) * entry
     left = pool - unbudgeted - sum(producer * role_threads(r) for r in producers)
-    share = min(cap, left // sum(role_threads(r) for r in others) // legal.step * legal.step)
+    share = target_registers.share(left, sum(role_threads(r) for r in others), _target_name(out), cap)
     if share < legal.minimum:
         raise NotApplicable("the launch allocation leaves %d registers per consumer thread" % share)
     for r in producers:

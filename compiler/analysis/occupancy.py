@@ -17,7 +17,7 @@
 
 import collections
 
-from compiler.ir import fragments, roles, smem_layout
+from compiler.ir import roles, smem_layout
 from compiler.targets import registers
 
 Occupancy = collections.namedtuple("Occupancy", "blocks_per_sm limiter limits")
@@ -38,9 +38,8 @@ def threads_per_block(kernel):
 
 
 def role_needs(kernel, target_name):
-    """Registers per thread each role needs: its live fragments plus what a role needs beyond them."""
-    overhead = registers.role_overhead(target_name)
-    return [fragments.live_peak(kernel, i)[0] + overhead for i in range(len(kernel.roles))]
+    """Registers per thread each role needs (compiler/targets/registers.role_need)."""
+    return [registers.role_need(kernel, i, target_name)[0] for i in range(len(kernel.roles))]
 
 
 def registers_per_thread(kernel, device, setmaxnreg):
@@ -63,13 +62,9 @@ def register_problem(kernel, device, setmaxnreg):
         use = sum(registers.pool_use(kernel, device.limits))
         if use > pool:
             return "role register budgets need %d registers, over the %d the block is launched with" % (use, pool)
-    budgets = registers.role_budgets(kernel, device.limits, setmaxnreg=setmaxnreg)
-    overhead = registers.role_overhead(device.target)
-    for i, (role, budget) in enumerate(zip(kernel.roles, budgets)):
-        peak = fragments.live_peak(kernel, i)[0]
-        if peak and peak + overhead > budget:  # a role without fragments is not judged (as CAKE-RES-005)
-            return "role %s needs %d registers per thread (live fragments and overhead) but has %d" % (
-                role.name, peak + overhead, budget)
+    for i, need, budget, _ in registers.short_roles(kernel, device.limits, device.target, setmaxnreg)[:1]:
+        return "role %s needs %d registers per thread (live fragments and overhead) but has %d" % (
+            kernel.roles[i].name, need, budget)
     return None
 
 

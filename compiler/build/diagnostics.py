@@ -11,7 +11,6 @@ import re
 from cake.compiler.v1 import diagnostics_pb2 as dpb
 from cake.ir.v1 import ir_pb2
 
-from compiler.ir import fragments
 from compiler.targets import registers
 
 _NVCC_LINE = re.compile(r"kernel\.cu\((\d+)\): (error|warning)[^:]*: (.*)")
@@ -56,17 +55,12 @@ def nvcc_errors(source, stderr, kernel=None, ctx=None):
     return out
 
 
-def _role_register_need(ctx, role_index):
-    """What a role needs (compiler/ir/fragments.live_peak plus the role overhead, compiler/targets/registers.py)."""
-    return fragments.live_peak(ctx.kernel, role_index)[0] + registers.role_overhead(ctx.target.name)
-
-
 def _register_pressure(kernel, ctx, cap, what):
     """A CAKE-BUILD-003 at the role whose fragments most exceed its register budget."""
     ranked = []
     for i, role in enumerate(kernel.roles):
         budget = role.registers or cap
-        need = _role_register_need(ctx, i)
+        need = registers.role_need(kernel, i, ctx.target.name)[0]
         ranked.append((need - budget, i, role, need, budget))
     ranked.sort(key=lambda t: (-t[0], t[1]))
     _, i, role, need, budget = ranked[0]

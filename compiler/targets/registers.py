@@ -20,11 +20,17 @@ the agent's register rewrites and the tuned schedules share.
   62,464 passes for 640 threads whose pool is 61,440; averaging the sum over the
   threads and rounding up to 8 refuses pools that are exactly full.)
 - Legal budgets (`setmaxnreg`): multiples of 8 in [24, 256] (PTX ISA), per target.
+- Sharing the pool (`share`, `producer_consumer_split`): what roles leave of the pool,
+  split evenly over other threads and rounded down to a legal budget; warp-specialized
+  schedules and the agent's rebalancing rewrite give their consumers this.
 - A role's need beyond its fragments (`role_overhead`): addresses, loop counters,
   descriptors and predicates, measured with ptxas (the database's source says how).
+  What a role needs (`role_need`) is its live fragments (compiler/ir/fragments.py) plus
+  that; `short_roles` are the roles holding fragments whose need exceeds their budget
+  (the verifier's CAKE-RES-005, the cost model's refusal, the schedules' fit checks).
 """
 
-from compiler.ir import roles
+from compiler.ir import fragments, roles
 from compiler.targets import database
 
 
@@ -60,6 +66,22 @@ def pool_use(kernel, limits, spans=None):
     return [b * s.threads for b, s in zip(role_budgets(kernel, limits, spans), spans)]
 
 
+def share(left, threads, target_name, cap=None):
+    """Registers per thread when `threads` threads split `left` registers of the pool evenly: rounded down to
+    setmaxnreg's step and at most `cap` (setmaxnreg's maximum when None)."""
+    legal = setmaxnreg(target_name)
+    cap = legal.maximum if cap is None else min(cap, legal.maximum)
+    return min(cap, left // max(1, threads) // legal.step * legal.step)
+
+
+def producer_consumer_split(target_name, producer_threads, producer, consumer_threads, cap=None):
+    """(producer, consumer) budgets of a block of one producer role holding `producer` registers per thread
+    and consumer roles sharing what it leaves of the launch pool (min_blocks_per_sm 1)."""
+    threads = producer_threads + consumer_threads
+    left = threads * launch_budget(threads, 1, database.limits(target_name)) - producer_threads * producer
+    return producer, share(left, consumer_threads, target_name, cap)
+
+
 def setmaxnreg(target_name):
     """The budgets setmaxnreg takes on `target_name` (database.Setmaxnreg), None without it."""
     return database.target_facts(target_name).setmaxnreg
@@ -68,3 +90,24 @@ def setmaxnreg(target_name):
 def role_overhead(target_name):
     """Registers a role needs beyond its register fragments on `target_name`."""
     return database.target_facts(target_name).role_register_overhead
+
+
+def role_need(kernel, role_index, target_name, sites=None):
+    """(registers per thread the role needs, {region: registers} of its fragments live at the peak).
+
+    `sites` is the role's walk as compiler/ir/fragments.role_sites gives it, for a caller that has one."""
+    peak, live = fragments.live_peak(kernel, role_index, sites)
+    return peak + role_overhead(target_name), live
+
+
+def short_roles(kernel, limits, target_name, has_setmaxnreg, sites=None):
+    """[(role index, need, budget, live fragments)] of the roles holding fragments that need more registers than
+    their budget (role_budgets). A role without fragments is not judged: ptxas fits its scalars to any budget.
+    `sites(i)`, when given, returns role i's walk (compiler/ir/fragments.role_sites)."""
+    out = []
+    budgets = role_budgets(kernel, limits, setmaxnreg=has_setmaxnreg)
+    for i, budget in enumerate(budgets):
+        need, live = role_need(kernel, i, target_name, sites(i) if sites else None)
+        if live and need > budget:
+            out.append((i, need, budget, live))
+    return out

@@ -32,3 +32,12 @@ def test_setmaxnreg_budgets_and_the_role_overhead_come_from_the_database():
     assert registers.setmaxnreg("sm_80") is None
     assert registers.role_overhead("sm_90a") == 32
     assert "ptxas" in database.target_facts("sm_90a").sources["role_register_overhead"]
+
+
+def test_consumers_share_what_the_producer_leaves_of_the_pool_in_legal_budgets():
+    # 384 threads start at 168: a 40-register producer warpgroup leaves (64512 - 5120) / 256 = 232 per consumer
+    assert registers.producer_consumer_split("sm_90a", 128, 40, 256) == (40, 232)
+    assert registers.producer_consumer_split("sm_90a", 128, 24, 512) == (24, 112)  # 640 threads start at 96: 58368 left over 512
+    assert registers.producer_consumer_split("sm_90a", 128, 40, 128, cap=240) == (40, 240)  # 464 left: capped
+    assert registers.share(10_000, 48, "sm_90a") == 208  # 208.3 rounded down to a multiple of 8
+    assert registers.share(100_000, 128, "sm_90a") == 256  # never above setmaxnreg's maximum

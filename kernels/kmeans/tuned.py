@@ -19,7 +19,7 @@ import math
 
 from compiler.ir.builder import KernelBuilder, block
 from compiler.ir.expr import E, ceil_div
-from compiler.targets import database, registers
+from compiler.targets import registers
 from kernels.gemm.idioms import init_barriers, swizzle_for
 
 INF = math.inf
@@ -72,10 +72,8 @@ def assign_sm90a_tuned(d=128, block_k=128, stages=3, x_stages=2, consumers=4, dt
     k_tiles = kp // block_k
     # Registers: the producer warpgroup hands its share to the consumers (setmaxnreg moves
     # registers within the block's launch allocation: compiler/targets/registers.py).
-    entry = registers.launch_budget(128 * (consumers + 1), 1, database.limits("sm_90a"))
-    producer_regs = 24 if consumers > 2 else 40
-    step = registers.setmaxnreg("sm_90a").step
-    consumer_regs = min(240, (entry * (consumers + 1) - producer_regs) // consumers // step * step)
+    producer_regs, consumer_regs = registers.producer_consumer_split(
+        "sm_90a", 128, 24 if consumers > 2 else 40, 128 * consumers, cap=240)
 
     with kb.role("load", "producer", warpgroups=1, registers=producer_regs) as r:
         init_barriers(r, x_full, x_empty, full, empty)

@@ -8,8 +8,12 @@ Every variant is `tuned.assign_sm90a_tuned` at one parameter set:
   centroids with small tiles; large K amortises each tile's epilogue with large ones.
 - `consumers`, warpgroups of 64 points per block (1, 2, 4): fewer points per block
   spread small problems over more SMs; more share each centroid tile's L2 traffic.
-- `stages` and `x_stages`, the centroid ring and the double-buffered points, derived
-  from the shared-memory budget (not searched).
+- `stages` and `x_stages`, the centroid ring and the double-buffered points: the deepest
+  rings that fit (not searched).
+A variant fits when the verifier's resource facts say so: lowering's shared-memory layout
+(compiler/ir/smem_layout.py) within the target's per-block limit, and every consumer's
+live fragments within its register budget (compiler/targets/registers.py: with four
+consumers their 112 registers hold block_k <= 128).
 The kernel is persistent and bounds-checked in N and K, so every variant admits every
 N >= 1 and K >= 1 up to its symbols' maxima, and every D <= d with D % 8 == 0.
 
@@ -21,16 +25,15 @@ to when a chosen variant cannot be loaded.
 import dataclasses
 import functools
 
+from compiler.ir import smem_layout
+from compiler.targets import database, registers
 from kernels.kmeans import tuned
 
 D_TILES = (16, 32, 64, 128, 256)
 K_TILES = (32, 64, 128, 256)
 CONSUMERS = (1, 2, 4)
 DTYPES = ("bf16", "f16")
-SMEM_BUDGET = 226 * 1024  # of the 227 KB a block may opt in to: 1 KB left for the barriers
-# The wgmma accumulator [64, block_k] f32 takes block_k / 2 registers per consumer thread;
-# with four consumers their budget (112) holds block_k <= 128 (the verifier's CAKE-RES-005).
-MAX_K_TILE_FOR = {1: 256, 2: 256, 4: 128}
+TARGET = "sm_90a"
 
 
 @dataclasses.dataclass(frozen=True, order=True)
@@ -65,16 +68,20 @@ class AssignVariant:
         return -(-k // self.block_k) * self.block_k
 
 
-def shared_bytes(d, block_k, consumers, stages, x_stages, esize=2):
-    """Shared memory of one block: the points' ring, the centroid ring and its norms."""
-    return x_stages * 64 * consumers * d * esize + stages * (block_k * d * esize + block_k * 4)
+def fits(variant):
+    """Whether the variant's kernel fits the target: its shared memory and its roles' registers."""
+    kernel = tuned.assign_sm90a_tuned(**variant.params())  # bf16; f16 takes the same bytes and registers
+    limits = database.limits(TARGET)
+    return (smem_layout.layout(kernel).total <= limits.shared_per_block_bytes
+            and not registers.short_roles(kernel, limits, TARGET, True))
 
 
 def make(d, block_k, consumers):
     """The variant at (d, block_k, consumers) with the deepest rings that fit, or None if none fits."""
     for stages, x_stages in ((4, 2), (3, 2), (3, 1), (2, 1)):
-        if shared_bytes(d, block_k, consumers, stages, x_stages) <= SMEM_BUDGET:
-            return AssignVariant(d, block_k, consumers, stages, x_stages)
+        v = AssignVariant(d, block_k, consumers, stages, x_stages)
+        if fits(v):
+            return v
     return None
 
 
@@ -83,10 +90,9 @@ def _family():
     for d in D_TILES:
         for consumers in CONSUMERS:
             for block_k in K_TILES:
-                if block_k <= MAX_K_TILE_FOR[consumers]:
-                    v = make(d, block_k, consumers)
-                    if v is not None:
-                        out.append(v)
+                v = make(d, block_k, consumers)
+                if v is not None:
+                    out.append(v)
     return tuple(out)
 
 

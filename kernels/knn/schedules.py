@@ -37,11 +37,12 @@ import math
 
 from compiler.ir.builder import KernelBuilder, block
 from compiler.ir.expr import ceil_div
+from compiler.targets import registers
 from kernels.gemm.idioms import cp_async_ring, init_barriers, swizzle_for
 
 INF = math.inf
 METRICS = ("l2", "ip", "cos")
-ESIZE = {"bf16": 2, "f16": 2, "f32": 4}
+ROW_DTYPES = ("bf16", "f16", "f32")  # what the merge rescores from
 MAX_M = (1 << 31) - (1 << 24)  # leaves room for the last range's tile indices in int32
 
 
@@ -101,12 +102,11 @@ def _score_contract(kb, d, k, metric, exclude_self, lists_per_range, dtype, seed
 def register_split(consumers):
     """(producer, consumer) setmaxnreg budgets: the producer warpgroup hands its share to the consumers.
 
-    setmaxnreg moves registers within the block's launch allocation (65536 / threads each,
-    in steps of 8), so the budgets times their threads must fit it.
+    setmaxnreg moves registers within the block's launch allocation, so the budgets times
+    their threads must fit it (compiler/targets/registers.py).
     """
-    entry = (65536 // (128 * (consumers + 1))) // 8 * 8
-    producer = 40  # the persistent walk's index arithmetic spills below 40
-    return producer, min(240, (entry * (consumers + 1) - producer) // consumers // 8 * 8)
+    # The persistent walk's index arithmetic spills below 40.
+    return registers.producer_consumer_split("sm_90a", 128, 40, 128 * consumers, cap=240)
 
 
 def _start_lists(r, metric, best_v, best_i, seed, start, origin):
@@ -368,7 +368,7 @@ def merge(k=10, warps=4, metric="l2", dtype="bf16", index_dtype="i32", rescore=T
     """
     if metric not in METRICS:
         raise ValueError("metric must be one of %s, got %r" % (METRICS, metric))
-    if dtype not in ESIZE:
+    if dtype not in ROW_DTYPES:
         raise ValueError("merge reads bf16, f16 or f32 rows, got %r" % dtype)
     if index_dtype not in ("i32", "i64"):
         raise ValueError("merge writes i32 or i64 indices, got %r" % index_dtype)

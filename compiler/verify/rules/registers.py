@@ -6,7 +6,6 @@ Fragments are counted where they are live (compiler/ir/fragments.live_peak), as 
 allocates them.
 """
 
-from compiler.ir import fragments
 from compiler.targets import registers
 from compiler.verify.registry import Finding, rule
 
@@ -54,10 +53,9 @@ def register_file(ctx):
         )
 
 
-def live_peak(ctx, role_index):
-    """compiler/ir/fragments.live_peak over the role's ops as the context walked them."""
-    sites = [(s.path, s.kind, s.msg) for s in ctx.ops if s.role_index == role_index]
-    return fragments.live_peak(ctx.kernel, role_index, sites)
+def _sites(ctx, role_index):
+    """The role's ops as the context walked them, as compiler/ir/fragments.live_peak reads them."""
+    return [(s.path, s.kind, s.msg) for s in ctx.ops if s.role_index == role_index]
 
 
 @rule(
@@ -70,15 +68,12 @@ def fragment_footprint(ctx):
     if not _launchable(ctx):
         return
     overhead = registers.role_overhead(ctx.target_name)
-    budgets = registers.role_budgets(ctx.kernel, ctx.limits, ctx.spans, ctx.has("setmaxnreg"))
-    for i, role in enumerate(ctx.kernel.roles):
-        peak, live = live_peak(ctx, i)
-        budget = budgets[i]
-        if peak and peak + overhead > budget:
-            notes = tuple(("`%s` takes %d" % (n, r), ctx.region_path(n)) for n, r in sorted(live.items(), key=lambda x: -x[1])[:4])
-            yield Finding(
-                ctx.role_path(i),
-                "role `%s` holds %d registers of live fragments per thread (+%d it needs beyond them) but has a budget "
-                "of %d" % (role.name, peak, overhead, budget),
-                notes,
-            )
+    for i, need, budget, live in registers.short_roles(ctx.kernel, ctx.limits, ctx.target_name, ctx.has("setmaxnreg"),
+                                                        lambda j: _sites(ctx, j)):
+        notes = tuple(("`%s` takes %d" % (n, r), ctx.region_path(n)) for n, r in sorted(live.items(), key=lambda x: -x[1])[:4])
+        yield Finding(
+            ctx.role_path(i),
+            "role `%s` holds %d registers of live fragments per thread (+%d it needs beyond them) but has a budget "
+            "of %d" % (ctx.kernel.roles[i].name, need - overhead, overhead, budget),
+            notes,
+        )

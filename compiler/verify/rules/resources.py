@@ -1,5 +1,5 @@
 """Resource rules: shared memory, threads, tensor memory, named barriers, clusters and occupancy within
-the target's limits (compiler/analysis/targets.json). Registers are registers.py's."""
+the target's limits (compiler/targets/targets.json). Registers are registers.py's."""
 
 from cake.ir.v1 import ir_pb2
 
