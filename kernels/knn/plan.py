@@ -13,16 +13,18 @@ Two layouts (kernels/knn/schedules.py):
 import dataclasses
 import functools
 
+from compiler.ir.smem_layout import TILE_ALIGN
+from compiler.targets import database, registers
 from kernels.knn import schedules
 
-SMS = 132  # H200 multiprocessors; the planner reads the device's count when it has one
-SHARED_LIMIT = 227 * 1024
+SMS = database.device_for("sm_90a").sms  # the default device's; the planner reads the device's count when it has one
+SHARED_LIMIT = database.limits("sm_90a").shared_per_block_bytes
 MAX_K = 32  # register lists: k values and k indices per list and thread, next to a score tile
 MAX_D = 1024
 MAX_FP32_D = 336  # fp32 inputs rank through three bf16 terms: 3 D feature columns
 MAX_STAGES = 8  # the deepest ring a score kernel is given (more bytes in flight per SM for search)
 # Registers per consumer thread besides its score tile and lists (addresses, counters, the thresholds).
-OVERHEAD_REGISTERS = 32
+OVERHEAD_REGISTERS = registers.role_overhead("sm_90a")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -53,7 +55,7 @@ def _rows_fits(k, block_n, consumers):
 
 
 def _rows_shared(d, dk, block_n, stages, q_stages, row_groups):
-    tile = lambda b: -(-b // 1024) * 1024  # noqa: E731  (each region stage is 1024-byte aligned)
+    tile = lambda b: -(-b // TILE_ALIGN) * TILE_ALIGN  # noqa: E731  (each region stage is aligned)
     return (q_stages * tile(64 * row_groups * d * 2) + stages * tile(block_n * dk * 2)
             + stages * -(-block_n * 4 // 16) * 16 + 4096)
 
