@@ -9,6 +9,8 @@ import json
 import subprocess
 import sys
 
+from compiler.targets import TARGETS
+
 _PROBE = r"""
 import json
 try:
@@ -32,9 +34,6 @@ _, name = driver.cuDeviceGetName(64, dev)
 print(json.dumps({"name": name.split(b"\0")[0].decode(), "cc": [major, minor], "count": count}))
 """
 
-TARGET_CC = {"sm_80": (8, 0), "sm_90a": (9, 0), "sm_100a": (10, 0)}
-
-
 @dataclasses.dataclass(frozen=True)
 class Gpu:
     usable: bool
@@ -53,9 +52,10 @@ def probe(target, timeout_s=60.0):
     if "reason" in info:
         return Gpu(False, info["reason"])
     cc = tuple(info["cc"])
-    want = TARGET_CC.get(target)
-    if want is not None and cc != want:
-        return Gpu(False, "%s is compute capability %d.%d, not %s" % (info["name"], cc[0], cc[1], target))
+    want = TARGETS.get(target)
+    if want is not None and not want.runs_on(*cc):
+        return Gpu(False, "%s is compute capability %d.%d: %s kernels run on %s" % (
+            info["name"], cc[0], cc[1], target, want.devices))
     count = int(info.get("count", 1))
     return Gpu(True, "%s (compute capability %d.%d)%s" % (info["name"], cc[0], cc[1],
                                                          " x%d" % count if count > 1 else ""), count)
