@@ -14,7 +14,7 @@ from cake.ir.v1 import ir_pb2
 
 from compiler.ir.expr import evaluate
 from runtime.loader import Module, device_attribute
-from runtime.tensor_map import encode_tiled
+from runtime.tensor_map import SWIZZLE_NAMES, encode_tiled
 
 TORCH_DTYPES = {
     ir_pb2.DTYPE_BF16: torch.bfloat16,
@@ -32,13 +32,6 @@ SCALAR_CTYPES = {
     ir_pb2.DTYPE_I64: ctypes.c_int64,
     ir_pb2.DTYPE_U32: ctypes.c_uint32,
 }
-SWIZZLE_NAMES = {
-    ir_pb2.SWIZZLE_NONE_UNSPECIFIED: "none",
-    ir_pb2.SWIZZLE_32B: "32B",
-    ir_pb2.SWIZZLE_64B: "64B",
-    ir_pb2.SWIZZLE_128B: "128B",
-}
-
 
 class LaunchError(ValueError):
     """A call does not satisfy the kernel's contract; the message names what is wrong."""

@@ -14,6 +14,9 @@ import ctypes
 import dataclasses
 
 import torch
+from cake.ir.v1 import ir_pb2
+
+from compiler.ir.dtypes import SWIZZLE_SPAN
 
 MAX_RANK = 5
 MAX_BOX = 256
@@ -39,8 +42,16 @@ DATA_TYPES = {
 _RECENT_DTYPES = {"float8_e4m3fn": "UINT8", "float8_e5m2": "UINT8", "uint16": "UINT16", "uint32": "UINT32", "uint64": "UINT64"}
 DATA_TYPES.update({getattr(torch, n): t for n, t in _RECENT_DTYPES.items() if hasattr(torch, n)})
 
-SWIZZLE = {"none": "NONE", "32B": "32B", "64B": "64B", "128B": "128B"}
-SWIZZLE_BYTES = {"none": 0, "32B": 32, "64B": 64, "128B": 128}
+# IR swizzle mode -> its name here ("128B"), the driver's (CU_TENSOR_MAP_SWIZZLE_128B) and its span in bytes
+# (compiler/ir/dtypes.py).
+SWIZZLE_NAMES = {
+    ir_pb2.SWIZZLE_NONE_UNSPECIFIED: "none",
+    ir_pb2.SWIZZLE_32B: "32B",
+    ir_pb2.SWIZZLE_64B: "64B",
+    ir_pb2.SWIZZLE_128B: "128B",
+}
+SWIZZLE = {name: name.upper() for name in SWIZZLE_NAMES.values()}
+SWIZZLE_BYTES = {SWIZZLE_NAMES[mode]: span for mode, span in SWIZZLE_SPAN.items()}
 INTERLEAVE = {"none": "NONE", "16B": "16B", "32B": "32B"}
 L2_PROMOTION = {"none": "NONE", "64B": "L2_64B", "128B": "L2_128B", "256B": "L2_256B"}
 OOB_FILL = {"zero": "NONE", "nan": "NAN_REQUEST_ZERO_FMA"}  # NONE fills zeros
