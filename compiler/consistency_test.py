@@ -1,8 +1,9 @@
 """The verifier accepts a kernel iff the cost model and lowering find it fits (resources, features, layout).
 
-Over the good corpus and thousands of resource, target and launch mutations of it
+Over the good corpus and thousands of resource, target, launch and top-k list mutations of it
 (compiler/testing/resource_mutations.py), in the domain compiler/testing/consistency.py
-defines: any disagreement fails with the kernel's text. CI runs MUTANTS mutants (about a
+defines: any disagreement fails with the kernel's text. Every kernel with top-k lists (the
+KNN kernels) must yield mutants both accepted and refused. CI runs MUTANTS mutants (about a
 minute on 2 cores); `python -m compiler.testing.bench_consistency` runs a larger sample
 and writes benchmarks/results/consistency.json.
 """
@@ -10,8 +11,10 @@ and writes benchmarks/results/consistency.json.
 import collections
 
 import pytest
+from cake.ir.v1 import ir_pb2
 
 from compiler.corpus import corpus
+from compiler.ir import paths
 from compiler.ir.text import print_kernel
 from compiler.testing import consistency, resource_mutations
 
@@ -37,15 +40,22 @@ def test_every_good_program_is_accepted_by_all_three(bases):
 
 
 def test_the_stages_agree_on_mutations(bases):
-    seen = collections.Counter()
+    seen, per_base = collections.Counter(), collections.defaultdict(collections.Counter)
     for name, kernel in resource_mutations.mutants(bases, MUTANTS, seed=0):
         v = consistency.judge(kernel)
         why = consistency.disagreement(v)
         if why:
             _fails(name, kernel, v, why)
-        seen["outside" if not v.in_domain else "accepted" if not v.errors else "refused"] += 1
+        answer = "outside" if not v.in_domain else "accepted" if not v.errors else "refused"
+        seen[answer] += 1
+        per_base[name.split("#")[0]][answer] += 1
     # The sample must exercise both answers in the domain, or it tests nothing.
     assert seen["accepted"] > MUTANTS // 5 and seen["refused"] > MUTANTS // 5, seen
+    # So must it for every kernel with register lists (the KNN kernels: top-k lists of every layout).
+    listed = [name for name, k in bases.items() if any(isinstance(n, ir_pb2.TopK) for _, n in paths.walk(k))]
+    assert len(listed) >= 5, listed  # knn_rows_sm90a, knn_cols_sm90a, knn_rows_sm80, knn_rows_sm100a, knn_merge
+    for name in listed:
+        assert per_base[name]["accepted"] and per_base[name]["refused"], (name, per_base[name])
 
 
 def test_a_disagreement_is_reported():

@@ -9,7 +9,10 @@ three of these edits, drawn from a seeded random generator (the same seed, the s
 - a shared region's stages (1 to 8, or doubled);
 - a named barrier array's count (1 to 12);
 - an idle role of 1 to 32 warps, taking part in the block's block_syncs;
-- the cluster (none, or 2 CTAs along x).
+- the cluster (none, or 2 CTAs along x);
+- a top-k list's length (1 to 64): the k of every TopK on its lists and their regions' last
+  dimension, so register lists of every layout (wgmma_rows, wgmma_cols, mma_rows,
+  row_per_thread, per_thread) grow and shrink against their role's budget.
 Most mutants keep the rest of the kernel well-formed, so they land in the resource and
 target rules the stages must agree on; the consistency test skips the others.
 """
@@ -17,6 +20,8 @@ target rules the stages must agree on; the consistency test skips the others.
 import random
 
 from cake.ir.v1 import ir_pb2
+
+from compiler.ir import paths
 
 TARGETS = (ir_pb2.TARGET_SM_80, ir_pb2.TARGET_SM_90A, ir_pb2.TARGET_SM_100A)
 
@@ -64,7 +69,21 @@ def _cluster(k, rng):
         k.launch.cluster.extend([2, 1, 1])
 
 
-EDITS = (_registers, _registers, _min_blocks, _target, _stages, _named_count, _idle_role, _cluster)
+def _list_length(k, rng):
+    tops = [n for _, n in paths.walk(k) if isinstance(n, ir_pb2.TopK)]
+    if not tops:
+        return
+    pick = rng.choice(tops)
+    lists, length = {pick.values.region, pick.indices.region}, rng.randrange(1, 65)
+    for r in k.regions:
+        if r.name in lists and r.shape:
+            r.shape[-1] = length
+    for t in tops:
+        if t.values.region in lists:
+            t.k = length
+
+
+EDITS = (_registers, _registers, _min_blocks, _target, _stages, _named_count, _idle_role, _cluster, _list_length)
 
 
 def mutants(bases, count, seed=0):
