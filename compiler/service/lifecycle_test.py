@@ -87,15 +87,18 @@ def _start(*flags, env=None):
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
-def test_a_server_whose_parent_blocked_the_signal_still_stops_on_it(sig):
+def test_a_server_whose_parent_blocked_the_signal_still_stops_on_it(sig, tmp_path):
     """Signal masks are inherited: a runner that blocks SIGTERM must not leave a server that ignores it."""
+    err = open(tmp_path / "stderr", "w+")  # a file, not a pipe: the server's log never fills it and blocks
     p = subprocess.Popen(
         [sys.executable, "-m", "compiler.service.main", "--port", "0"], cwd=ROOT,
         env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)), stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL, text=True,
+        stderr=err, text=True,
         preexec_fn=lambda: signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM, signal.SIGINT}))
     try:
-        assert p.stdout.readline().strip().isdigit()
+        line = p.stdout.readline()
+        err.seek(0)
+        assert line.strip().isdigit(), "the server did not print its port; its log:\n" + err.read()[-4000:]
         p.send_signal(sig)
         assert p.wait(30) == 0
     finally:
@@ -103,6 +106,7 @@ def test_a_server_whose_parent_blocked_the_signal_still_stops_on_it(sig):
             p.kill()
             p.wait()
         p.stdout.close()
+        err.close()
 
 
 def test_a_remote_address_needs_tls_or_a_token():

@@ -145,8 +145,13 @@ def _drop_unit_term(node):
 # -- site finders: f(kernel) -> [edit], an edit being a function (draw) -> None that changes `kernel` ---------
 
 
+def _write_only(kernel, param):
+    return any(p.name == param and p.access == ir_pb2.ACCESS_WRITE for p in kernel.params)
+
+
 def _output_writes(kernel):
-    """(op, role, path, coordinate Exprs, loops, is global) of ops that store a fragment or a staged tile."""
+    """(op, role, path, coordinate Exprs, loops, is global) of ops that store a fragment or a staged tile: into
+    shared memory, or into a write-only output (the outputs check proves only those)."""
     for role, op, path, loops in _role_ops(kernel):
         kind = op.WhichOneof("kind")
         if kind == "copy" and op.copy.HasField("src_tile"):
@@ -154,10 +159,11 @@ def _output_writes(kernel):
             if src is None or src.space != ir_pb2.MEMORY_SPACE_REGISTER or src.layout not in _FRAGMENTS:
                 continue
             if op.copy.HasField("dst_global"):
-                yield op, role, path, list(op.copy.dst_global.coords), loops, True
+                if _write_only(kernel, op.copy.dst_global.param):
+                    yield op, role, path, list(op.copy.dst_global.coords), loops, True
             elif op.copy.HasField("dst_tile") and op.copy.dst_tile.window:
                 yield op, role, path, [w.start for w in op.copy.dst_tile.window], loops, False
-        elif kind == "tma_store":
+        elif kind == "tma_store" and _write_only(kernel, op.tma_store.dst.param):
             yield op, role, path, list(op.tma_store.dst.coords), loops, True
 
 
@@ -263,8 +269,9 @@ def uncovered_sites(kernel):
                 op.branch.then_body.add().CopyFrom(inner)
             edits.append(guard)
         dst = _region(kernel, op.copy.dst_tile.region)
-        if not op.copy.dst_tile.window and dst is not None and dst.shape[0] >= 2 and \
-                len(_writes_of(kernel, dst.name)) == 1:
+        # Staging (from registers or shared): half of a load from global reads as nothing loaded (CAKE-DATA-002).
+        if not op.copy.HasField("src_global") and not op.copy.dst_tile.window and dst is not None and \
+                dst.shape[0] >= 2 and len(_writes_of(kernel, dst.name)) == 1:
             def half(draw, op=op, dst=dst):
                 op.Clear()
                 op.fill.dst.region = dst.name
@@ -312,7 +319,9 @@ def release_sites(kernel):
             continue
         ref = getattr(op, kind).barrier
         ring = _ring_of(kernel, ref.barrier, "empty")
-        if ring is None or kernel.roles[role].name not in ring.consumers or ref.WhichOneof("slot") != "round":
+        # With one stage the next round's slot is this one's: the release skips a completion (CAKE-SYNC-008).
+        if ring is None or ring.stages < 2 or kernel.roles[role].name not in ring.consumers or \
+                ref.WhichOneof("slot") != "round":
             continue
         edits.append(lambda draw, ref=ref: ref.round.CopyFrom(_binary(OP.BINARY_OP_ADD, _clone(ref.round), _int(1))))
     return edits

@@ -16,7 +16,7 @@ from compiler.verify import format_diagnostic, registry, verify
 from kernels.gemm.schedules import gemm_sm90a, gemm_sm100a
 from kernels.kmeans.schedules import assign_sm90a
 from kernels.kmeans.tuned import assign_sm90a_tuned
-from kernels.knn.schedules import topk_sm90a
+from kernels.knn.schedules import cols_sm90a, rows_sm90a
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 EXAMPLES = int(os.environ.get("CAKE_CLASS_MUTATION_EXAMPLES", "30"))
@@ -34,7 +34,8 @@ def _programs(kind):
 # Good programs and neighbours, and seed schedules with other tiles and stages (all verify clean).
 GOOD = _programs("good") + _programs("neighbours") + [
     gemm_sm90a(stages=3, bn=128), gemm_sm90a(bm=64, consumers=1), gemm_sm100a(stages=2, epilogue_cols=64),
-    topk_sm90a(k=32, block_m=64, consumers=1), assign_sm90a(stages=2, block_k=64), assign_sm90a_tuned(consumers=2, d=64),
+    rows_sm90a(k=32, row_groups=2, stages=3), cols_sm90a(k=16, consumers=1, stages=3), assign_sm90a(stages=2, block_k=64),
+    assign_sm90a_tuned(consumers=2, d=64),
 ]
 
 

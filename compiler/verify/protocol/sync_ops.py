@@ -141,6 +141,15 @@ class SyncOps:
         current phase."""
         s = array.slots[index]
         name = array.decl.name
+        if intended is not None and intended < 0:
+            raise Violation(
+                "round_skip", node.path,
+                "contributes to completion %d of `%s`[%d] (round %d), before the slot's first: the round this op "
+                "names is negative" % (intended, name, index, intended * array.count + index),
+                (("`%s` is declared here" % name, array.path),),
+                "Name the round this op serves: round r >= 0 is completion r / %d of slot r %% %d."
+                % (array.count, array.count),
+            )
         if intended is not None and intended != s.ph:
             if intended < s.ph:
                 if tx < 0:  # the phase completed before this load: its expect_tx is short, whatever the load order
