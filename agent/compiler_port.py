@@ -16,8 +16,10 @@ from come back in the AnalyzeResponse, and the IR features its rule synthesis re
 the VerifyResponse (`features`).
 """
 
+import atexit
 import contextlib
 import dataclasses
+import functools
 import json
 
 ANALYSIS_ID = "CAKE-ANALYSIS-001"
@@ -132,3 +134,12 @@ def _grpc_port(kind, address, stack, extra_rules, calibration, log):
         raise PortError(why)
     log("compiler service unavailable (%s): running the service in-process" % why)
     return None
+
+
+@functools.lru_cache(maxsize=None)
+def process_port():
+    """One in-process Port for this whole process (no learned knowledge), opened at the first call and closed
+    at exit: for what asks the compiler outside a run's port (the fake evaluator, test helpers)."""
+    stack = contextlib.ExitStack()
+    atexit.register(stack.close)
+    return stack.enter_context(open_port("in-process", log=lambda _: None))

@@ -1,7 +1,10 @@
 """Both compiler ports are the compiler service: the same answers (diagnostics, predictions, features,
 analysis errors and their category, learned rules, calibration, builds) over gRPC and in-process."""
 
+import ast
+import inspect
 import json
+import os
 
 import pytest
 from cake.compiler.v1 import diagnostics_pb2
@@ -101,19 +104,45 @@ def test_compile_returns_the_generated_cuda(ports):
     assert b.compiled is not None and "cake_kmeans_assign_sm90a" in b.compiled.cuda_source and b.compiled.cubin
 
 
-def test_the_port_imports_nothing_of_the_compiler_but_the_service_clients():
-    import ast
-    import inspect
-
+def _compiler_imports(source):
     imported = set()
-    for node in ast.walk(ast.parse(inspect.getsource(compiler_port))):
-        if isinstance(node, ast.ImportFrom) and node.module:
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom) and node.module == "compiler":  # `from compiler import x`: compiler.x
+            imported.update("compiler." + a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
             imported.add(node.module)
         elif isinstance(node, ast.Import):
             imported.update(a.name for a in node.names)
-    compiler_modules = {m for m in imported if m.split(".")[0] == "compiler"}
+    return {m for m in imported if m.split(".")[0] == "compiler"}
+
+
+def test_the_port_imports_nothing_of_the_compiler_but_the_service_clients():
+    compiler_modules = _compiler_imports(inspect.getsource(compiler_port))
     assert compiler_modules <= {"compiler.service.client", "compiler.service.inprocess"}, compiler_modules
     assert json.loads(json.dumps(LEARNED)) == LEARNED  # rules travel as plain data
+
+
+# What agent code may import of the compiler besides the port's clients: the IR and its text form, the target
+# facts, where CAKE writes, the corpus (the gate's programs), and the service client for the Measure RPC.
+SHARED = ("compiler.ir", "compiler.targets", "compiler.locations", "compiler.corpus", "compiler.service.client")
+# The outer loop still checks proposed rules and refits the cost model's constants in this process (the service
+# has no call for either yet); testing.py's lowering-only port lowers in-process (a test helper).
+LOCAL = {"learn/calibrate.py", "learn/gate.py", "learn/outer.py", "learn/rules.py", "testing.py"}
+
+
+def test_agent_code_reaches_the_compiler_only_through_the_port():
+    root = os.path.dirname(os.path.abspath(compiler_port.__file__))
+    internal = {}
+    for dirpath, _, files in os.walk(root):
+        for f in files:
+            rel = os.path.relpath(os.path.join(dirpath, f), root)
+            if not f.endswith(".py") or f.endswith("_test.py") or rel == "compiler_port.py":
+                continue
+            with open(os.path.join(dirpath, f)) as source:
+                found = {m for m in _compiler_imports(source.read()) if not m.startswith(SHARED)}
+            if found:
+                internal[rel] = sorted(found)
+    assert set(internal) == LOCAL, internal
 
 
 def test_an_unknown_port_is_refused():

@@ -1,15 +1,15 @@
 """A fake evaluator for tests: measured time is a function of the kernel, with scripted failures.
 
-A candidate's "measured" time is its cost-model prediction times `scale`, and
-kernels matching `fail_when` (a predicate on the kernel) fail with `fail_kind`, each
-costing `device_s` seconds of pretend device time (and `delay_s` real seconds).
+A candidate's "measured" time is its cost-model prediction (asked of the compiler
+service, in this process: agent/compiler_port.py) times `scale`, and kernels matching
+`fail_when` (a predicate on the kernel) fail with `fail_kind`, each costing `device_s`
+seconds of pretend device time (and `delay_s` real seconds).
 """
 
 import os
 import time
 
-from compiler import analysis
-
+from agent.compiler_port import process_port
 from agent.measure.result import Measured
 
 
@@ -30,8 +30,11 @@ class FakeEvaluator:
         if self.fail_when is not None and self.fail_when(kernel):
             return Measured(False, device_s=self.device_s, kind=self.fail_kind,
                             message="case 0 (fake): labels disagree on 12.5% of points")
-        predicted = analysis.analyze(kernel, self.shapes, self.device).predicted_seconds
-        t = predicted * self.scale
+        analysis = process_port().analyze(kernel, self.shapes, self.device)
+        if analysis.report is None:
+            raise ValueError("the fake evaluator predicts from the cost model, which refuses this kernel: %s"
+                             % "; ".join(d.message for d in analysis.diagnostics))
+        t = analysis.report.predicted_seconds * self.scale
         # The device it "ran" on: executors pin each measurement worker with CUDA_VISIBLE_DEVICES.
         return Measured(True, t, t * 0.98, t * 1.02, self.device_s,
                         detail={"fake": True, "device": os.environ.get("CUDA_VISIBLE_DEVICES", "")})

@@ -20,10 +20,10 @@ from cake.compiler.v1 import diagnostics_pb2
 from cake.ir.v1 import ir_pb2
 
 from agent import transforms
+from agent.compiler_port import process_port
 from agent.ir_edit import NotApplicable
 from compiler.corpus import corpus
 from compiler.ir.text import parse_kernel, print_kernel
-from compiler.verify import verify
 
 STEPS = (
     ("retarget", {"target": "sm_90a"}),
@@ -57,7 +57,7 @@ def programs():
 
 def errors(kernel):
     """The verifier's errors outside the resources family, as (id, path, message)."""
-    return [(d.id, d.path, d.message) for d in verify(kernel)
+    return [(d.id, d.path, d.message) for d in process_port().verify(kernel)
             if d.severity == diagnostics_pb2.SEVERITY_ERROR and d.category != diagnostics_pb2.CATEGORY_RESOURCES]
 
 
