@@ -8,6 +8,8 @@
   (compiler/locations.py) go to a fresh directory for the session, never to the
   user's ~/.cache/cake or ~/.local/state/cake, so nothing an earlier run left can make
   a test pass (or fail) that would not under `bazel test`.
+- Takes python/ (the wheel's sources, whose `cake` package would hide the generated one) off sys.path once the
+  test files are collected.
 - GPU tests (`@pytest.mark.gpu`) skip cleanly without a GPU, and fail with a clear
   "no GPU" message when REQUIRE_GPU=1 (bazel test --config=gpu sets it).
 """
@@ -72,6 +74,20 @@ def _isolate_cake_directories():
 
 
 _isolate_cake_directories()
+
+
+def pytest_collectreport(report):
+    """python/cake, the wheel's facade, is a regular package named `cake`: while python/ is on sys.path it hides
+    the generated namespace package `cake` (.gen: cake.ir.v1, cake.compiler.v1) from every later import, and from
+    every subprocess handed this sys.path (a compiler server started by a test). pytest puts python/ there to
+    import python/*_test.py (and their cake_build imports); take it off as soon as each file is collected."""
+    facade = os.path.join(ROOT, "python")
+    sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != facade]
+    for name in [m for m in sys.modules if m == "cake" or m.startswith("cake.")]:
+        origin = getattr(sys.modules[name], "__file__", None) or ""
+        if os.path.abspath(origin).startswith(facade + os.sep):
+            del sys.modules[name]
+    sys.path_importer_cache.clear()
 
 
 def gpu_available():
