@@ -66,7 +66,7 @@ def _queries(inputs):
 
 
 def cake_impl(shape, plan=None):
-    from kernels.knn import api
+    from kernels.knn import api, dispatch
 
     k, metric = shape["k"], shape.get("metric", "l2")
     if op_of(shape) == "all_pairs" and plan is None:
@@ -91,7 +91,7 @@ def cake_impl(shape, plan=None):
             outputs[0].copy_(dist)
             outputs[1].copy_(idx)
         else:
-            api.search_into(inputs[0], index._db, k, False, outputs[0], outputs[1], plan=plan)
+            dispatch.search_into(inputs[0], index._db, k, False, outputs[0], outputs[1], plan=plan)
 
     return launch
 
@@ -119,19 +119,11 @@ def flashlib_impl(shape):
 def torch_impl(shape):
     import torch
 
+    from kernels.knn import torch_path
+
     k, metric = shape["k"], shape.get("metric", "l2")
     largest = metric != "l2"
-
-    def f32_products():
-        """q @ x.T with f32 results: cuBLAS's out_dtype for 16-bit inputs where torch has it, else f32 inputs."""
-        try:
-            a = torch.ones(16, 16, device="cuda", dtype=torch.bfloat16)
-            torch.mm(a, a, out_dtype=torch.float32)
-            return lambda qc, xt: torch.mm(qc, xt, out_dtype=torch.float32), lambda t: t
-        except (TypeError, RuntimeError):
-            return lambda qc, xt: torch.mm(qc, xt), lambda t: t.float()
-
-    mm, widen = f32_products()
+    mm, widen = torch_path.f32_products()
 
     def launch(outputs, inputs):
         q, x = inputs
@@ -162,7 +154,8 @@ def variant_plans(shape):
     b, q, m, d, k = shape["B"], shape["Q"], shape["M"], shape["D"], shape["k"]
     width = planner.tile_width(d)
     out = {}
-    for r, c, bn in ((2, 1, 128), (3, 1, 128), (3, 1, 64), (4, 1, 64), (2, 2, 64), (1, 4, 64)):
+    for r, c, bn in ((2, 1, 128), (3, 1, 128), (3, 1, 64), (4, 1, 64), (2, 2, 64), (1, 4, 64), (1, 1, 64), (1, 2, 64),
+                     (2, 1, 64), (1, 2, 128)):
         if r > 1 and q <= 64 * (r - 1):
             continue
         params = planner.rows_params(q, k, width, row_groups=r, interleave=c, block_n=bn)
@@ -292,21 +285,26 @@ def child(name, shapes, reps, variants, seed, torch_sweep):
         print("RESULT " + json.dumps(row, default=str), flush=True)
 
 
-def build_all(shapes, workers):
-    """Build every kernel the cake rows (and their variants) run, in parallel; returns the failures."""
+def build_all(shapes, workers, variants_everywhere=False):
+    """Build every kernel the cake rows (and their variants: at the headline shapes, or at every shape with
+    `variants_everywhere`, seeded and not) run, in parallel; returns the failures."""
     import torch
 
-    from kernels.knn import api, plan as planner
+    from kernels.knn import api, dispatch, plan as planner
 
     todo = set()
     for shape in shapes:
         dtype = getattr(torch, shape.get("dtype", "bfloat16"))
-        todo.update(api.kernels_for(shape["B"], shape["Q"], shape["M"], shape["D"], shape["k"], shape.get("metric", "l2"),
-                                    dtype=dtype))
-        if shape in (ALL_PAIRS, SEARCH):
+        metric = api.METRICS[shape.get("metric", "l2")]
+        for seed in (None, True, False) if variants_everywhere else (None,):
+            todo.update(dispatch.kernels_for(shape["B"], shape["Q"], shape["M"], shape["D"], shape["k"], metric, dtype=dtype,
+                                             exclude_self=False, seed=seed))
+        if variants_everywhere or shape in (ALL_PAIRS, SEARCH):
             for p in variant_plans(shape).values():
-                seeded = planner.seed_rows(shape["M"], shape["k"]) > 0 and p.lists >= planner.SEED_MIN_LISTS
-                todo.add(api._score_builder(p, api.METRICS[shape.get("metric", "l2")], False, api.DTYPES[dtype], seeded))
+                seeds = (True, False) if variants_everywhere else (
+                    planner.seed_rows(shape["M"], shape["k"]) > 0 and p.lists >= planner.SEED_MIN_LISTS,)
+                for seeded in seeds:
+                    todo.add(dispatch.score_builder(p, metric, False, api.DTYPES[dtype], seeded))
     with concurrent.futures.ProcessPoolExecutor(workers) as pool:
         futures = {pool.submit(_build_one, b, p): (b, p) for b, p in sorted(todo)}
         failed = [str(futures[f]) + ": " + f.result() for f in concurrent.futures.as_completed(futures) if f.result()]
@@ -316,10 +314,10 @@ def build_all(shapes, workers):
 
 def _build_one(builder, params):
     """Verify and build one kernel as the API does (filling the compile cache); '' or what went wrong."""
-    from kernels.knn import api
+    from kernels.knn import dispatch
 
     try:
-        api.compiled(builder, params)
+        dispatch.compiled(builder, params)
     except RuntimeError as e:
         return str(e)[:500]
     return ""

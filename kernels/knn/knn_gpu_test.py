@@ -63,17 +63,18 @@ def test_self_knn_excludes_each_point(metric):
 def test_both_layouts_agree_on_few_queries():
     import torch
 
-    from kernels.knn import api
+    from kernels.knn import dispatch
+    from kernels.knn import rows as knn_rows
 
     g = torch.Generator(device="cuda").manual_seed(0)
     q = torch.randn(1, 9, 128, device="cuda", generator=g).to(torch.bfloat16)
     x = torch.randn(1, 50_000, 128, device="cuda", generator=g).to(torch.bfloat16)
-    db = api._Database(x, "l2")
+    db = knn_rows.Database(x, "l2")
     out = {}
     for layout in ("rows", "cols"):
         dist = torch.empty(1, 9, 16, device="cuda")
         idx = torch.empty(1, 9, 16, device="cuda", dtype=torch.int32)
-        out[layout] = api.search_into(q, db, 16, False, dist, idx, layout=layout)
+        out[layout] = dispatch.search_into(q, db, 16, False, dist, idx, layout=layout)
     # The layouts sum each score in another order: rows may swap only where scores tie within rounding.
     same = (out["rows"][1] == out["cols"][1]).float().mean().item()
     assert same > 0.99, same
@@ -115,11 +116,12 @@ def test_custom_ops_pass_opcheck():
     import torch
 
     from kernels.knn import api
+    from kernels.knn import rows as knn_rows
 
     q = torch.randn(2, 50, 64, device="cuda").to(torch.bfloat16)
     x = torch.randn(2, 700, 64, device="cuda").to(torch.bfloat16)
     torch.library.opcheck(api._knn_op, (q, x, 5, "l2", False, False), test_utils=("test_schema", "test_faketensor"))
-    db = api._Database(x, "cos")
+    db = knn_rows.Database(x, "cos")
     torch.library.opcheck(api._search_op, (q, db.rank, db.rows, db.col, db.max_norm(), 5, "cos", False, True),
                           test_utils=("test_schema", "test_faketensor"))
 
