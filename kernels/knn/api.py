@@ -32,6 +32,7 @@ from kernels.knn import dispatch
 from kernels.knn import plan as planner
 from kernels.knn import reference, schedules
 from kernels.knn import rows as knn_rows
+from kernels.knn import variants
 
 DTYPES = dispatch.DTYPES
 METRICS = reference.METRIC_NAMES
@@ -122,26 +123,28 @@ def _check_queries(q, x_shape, x_dtype, x_device, k, exclude_self):
 # -- searching -----------------------------------------------------------------------------
 
 
-def _search(q3, db, k, exclude_self, index_int64):
+def _outputs(q3, k, index_int64):
     b, nq = q3.shape[0], q3.shape[1]
-    dist = torch.empty((b, nq, k), dtype=torch.float32, device=q3.device)
-    idx = torch.empty((b, nq, k), dtype=torch.int64 if index_int64 else torch.int32, device=q3.device)
-    return dispatch.search_into(q3, db, k, exclude_self, dist, idx)
+    return (torch.empty((b, nq, k), dtype=torch.float32, device=q3.device),
+            torch.empty((b, nq, k), dtype=torch.int64 if index_int64 else torch.int32, device=q3.device))
+
+
+def _search(q3, db, k, exclude_self, index_int64, config=None, pre=None):
+    dist, idx = _outputs(q3, k, index_int64)
+    return dispatch.search_into(q3, db, k, exclude_self, dist, idx, pre=pre, config=config)
 
 
 _DATABASES = {}  # knn()'s databases seen, by (address, shape, dtype, metric): derived buffers only
 MAX_DATABASES = 8
 
 
-def _knn_impl(q3, x3, k, metric, exclude_self, index_int64):
+def _knn_impl(q3, x3, k, metric, exclude_self, index_int64, config=None):
     """knn() on checked, contiguous [B, Q, D] q3 and [B, M, D] x3: the database's norms are computed in the call.
 
-    A database the kernels read in place is remembered by address and shape, with its norm buffers
-    and prepared searches (refreshed from x3 on every call, never stale); none of the caller's
-    tensors is kept between calls.
+    A database is remembered by address and shape, with its norm buffers (and its padded or split
+    rows' when the kernels cannot read x3 in place) and prepared searches, all refreshed from x3 on
+    every call (never stale); none of the caller's tensors is kept between calls.
     """
-    if not knn_rows.in_place(x3):
-        return _search(q3, knn_rows.Database(x3, metric), k, exclude_self, index_int64)
     key = (x3.data_ptr(), tuple(x3.shape), x3.dtype, metric, x3.device)
     db = _DATABASES.get(key)
     pre = None
@@ -154,25 +157,30 @@ def _knn_impl(q3, x3, k, metric, exclude_self, index_int64):
         db.bind(x3)
         pre = functools.partial(db.refresh, x3)  # the norms, recomputed in the call (in its CUDA graph once captured)
     try:
-        b, nq = q3.shape[0], q3.shape[1]
-        dist = torch.empty((b, nq, k), dtype=torch.float32, device=q3.device)
-        idx = torch.empty((b, nq, k), dtype=torch.int64 if index_int64 else torch.int32, device=q3.device)
-        return dispatch.search_into(q3, db, k, exclude_self, dist, idx, pre=pre)
+        return _search(q3, db, k, exclude_self, index_int64, config, pre)
     finally:
         db.release()
+
+
+def _check_config(config):
+    if config is not None and not isinstance(config, (str, variants.Variant)):
+        raise ValueError("config must be a variant name (str) or a kernels.knn.variants.Variant, got %r" % (config,))
+    if config is not None:
+        variants.named(config)  # ValueError naming the known variants
+    return config.name if isinstance(config, variants.Variant) else config
 
 
 # -- custom ops -------------------------------------------------------------------------------
 
 
 @torch.library.custom_op("cake::knn", mutates_args=())
-def _knn_op(q: torch.Tensor, x: torch.Tensor, k: int, metric: str, exclude_self: bool,
-            index_int64: bool) -> tuple[torch.Tensor, torch.Tensor]:
-    return _knn_impl(q, x, k, metric, exclude_self, index_int64)
+def _knn_op(q: torch.Tensor, x: torch.Tensor, k: int, metric: str, exclude_self: bool, index_int64: bool,
+            config: Optional[str] = None) -> tuple[torch.Tensor, torch.Tensor]:
+    return _knn_impl(q, x, k, metric, exclude_self, index_int64, config)
 
 
 @_knn_op.register_fake
-def _(q, x, k, metric, exclude_self, index_int64):
+def _(q, x, k, metric, exclude_self, index_int64, config=None):
     shape = (q.shape[0], q.shape[1], k)
     return q.new_empty(shape, dtype=torch.float32), q.new_empty(shape, dtype=torch.int64 if index_int64 else torch.int32)
 
@@ -180,13 +188,13 @@ def _(q, x, k, metric, exclude_self, index_int64):
 @torch.library.custom_op("cake::knn_search", mutates_args=())
 def _search_op(q: torch.Tensor, rank: torch.Tensor, rows: torch.Tensor, col: Optional[torch.Tensor],
                max_norm: torch.Tensor, k: int, metric: str, exclude_self: bool,
-               index_int64: bool) -> tuple[torch.Tensor, torch.Tensor]:
+               index_int64: bool, config: Optional[str] = None) -> tuple[torch.Tensor, torch.Tensor]:
     db = knn_rows.Database.of(metric, q.dtype, (rank.shape[0], rank.shape[1], q.shape[-1]), rank, rows, col, max_norm)
-    return _search(q, db, k, exclude_self, index_int64)
+    return _search(q, db, k, exclude_self, index_int64, config)
 
 
 @_search_op.register_fake
-def _(q, rank, rows, col, max_norm, k, metric, exclude_self, index_int64):
+def _(q, rank, rows, col, max_norm, k, metric, exclude_self, index_int64, config=None):
     shape = (q.shape[0], q.shape[1], k)
     return q.new_empty(shape, dtype=torch.float32), q.new_empty(shape, dtype=torch.int64 if index_int64 else torch.int32)
 
@@ -197,25 +205,28 @@ def _result(dist, idx, squeeze, return_distances):
     return (dist, idx) if return_distances else idx
 
 
-def knn(q, x, k, *, metric="l2", return_distances=True, exclude_self=False, index_dtype=torch.int32):
+def knn(q, x, k, *, metric="l2", return_distances=True, exclude_self=False, index_dtype=torch.int32, config=None):
     """The k nearest database rows of every query: (dist float32 [..., Q, k], idx [..., Q, k]).
 
     q: [Q, D] or [B, Q, D] queries; x: [M, D] or [B, M, D] database rows (the same dtype,
     bf16, f16 or float32, on one CUDA device; 1 <= D <= 1024, float32 D <= 336);
-    1 <= k <= 32 and k <= M. metric: "l2" (squared distances, ascending), "ip" (inner
-    products, descending) or "cosine" (similarities, descending). exclude_self: query i
-    is database row i (Q == M) and is not its own neighbour. Ties go to the smaller
-    index. return_distances=False returns idx only.
+    1 <= k <= 256 and k <= M (k <= 32 on the kernels' register lists, larger on the exact
+    torch path). metric: "l2" (squared distances, ascending), "ip" (inner products,
+    descending) or "cosine" (similarities, descending). exclude_self: query i is database
+    row i (Q == M) and is not its own neighbour. Ties go to the smaller index.
+    return_distances=False returns idx only. config: a variant of kernels/knn/variants.py
+    (name or Variant) instead of the dispatcher's choice (kernels/knn/dispatch.py).
     """
     metric = _check_metric(metric)
     _check_options(k, index_dtype, return_distances)
+    config = _check_config(config)
     _check_tensor("q", q)
     _check_database(x)
     _check_queries(q, tuple(x.shape), x.dtype, x.device, k, exclude_self)
     squeeze = q.dim() == 2
     q3, x3 = (q[None], x[None]) if squeeze else (q, x)
     op = _knn_op if _compiling() else _knn_impl  # eager calls skip the custom op's dispatch
-    dist, idx = op(q3.contiguous(), x3.contiguous(), k, metric, exclude_self, index_dtype == torch.int64)
+    dist, idx = op(q3.contiguous(), x3.contiguous(), k, metric, exclude_self, index_dtype == torch.int64, config)
     return _result(dist, idx, squeeze, return_distances)
 
 
@@ -239,16 +250,17 @@ class KnnIndex:
     def shape(self):
         return self._x_shape
 
-    def search(self, q, k, *, return_distances=True, exclude_self=False, index_dtype=torch.int32):
+    def search(self, q, k, *, return_distances=True, exclude_self=False, index_dtype=torch.int32, config=None):
         """The k best database rows for each query of q ([Q, D], or [B, Q, D] for a batched index)."""
         _check_options(k, index_dtype, return_distances)
+        config = _check_config(config)
         _check_queries(q, self._x_shape, self._dtype, self._device, k, exclude_self)
         squeeze = q.dim() == 2
         q3 = q[None] if squeeze else q
         db = self._db
         if _compiling():
             dist, idx = _search_op(q3.contiguous(), db.rank, db.rows, db.col, db.max_norm(), k, self.metric, exclude_self,
-                                   index_dtype == torch.int64)
+                                   index_dtype == torch.int64, config)
         else:  # eager: the index's own database, whose prepared searches are kept
-            dist, idx = _search(q3.contiguous(), db, k, exclude_self, index_dtype == torch.int64)
+            dist, idx = _search(q3.contiguous(), db, k, exclude_self, index_dtype == torch.int64, config)
         return _result(dist, idx, squeeze, return_distances)

@@ -133,3 +133,10 @@ def test_every_launch_satisfies_its_kernels_contract(monkeypatch, b, q, m, d, k,
     assert names[-1] == "merge" and len(names) == (4 if seeded else 2), names
     if seeded:  # the sample pass scores the first rows, then the full pass
         assert _ContractOnly.calls[0][1]["M"] == api.planner.seed_rows(m, k) and _ContractOnly.calls[2][1]["M"] == m
+
+
+def test_config_names_a_known_variant():
+    with pytest.raises(ValueError, match=r"^config must be a knn Variant or one of the variant names"):
+        api.knn(_t(4, 8), _t(10, 8), 3, config="rows_r9_c9_n64+seed")
+    with pytest.raises(ValueError, match=r"^config must be a variant name"):
+        api.knn(_t(4, 8), _t(10, 8), 3, config=7)

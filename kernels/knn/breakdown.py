@@ -64,12 +64,8 @@ def _variant_calls(shape, q, x, torch):
     dist = torch.empty(shape["B"], shape["Q"], k, device="cuda")
     idx = torch.empty(shape["B"], shape["Q"], k, device="cuda", dtype=torch.int32)
     out = {}
-    for name, plan in bench.variant_plans(shape).items():
-        for seed in (False, True):
-            out["%s_seed%d" % (name, seed)] = (lambda p=plan, s=seed: dispatch.search_into(
-                q, db, k, False, dist, idx, plan=p, seed=s))
-    for seed in (False, True):
-        out["planner_seed%d" % seed] = lambda s=seed: dispatch.search_into(q, db, k, False, dist, idx, seed=s)
+    for name, v in bench.variant_plans(shape).items():
+        out[name] = lambda v=v: dispatch.search_into(q, db, k, False, dist, idx, config=v)
     return out
 
 

@@ -15,11 +15,12 @@ k past the register lists (plan.MAX_K) runs the exact torch path (kernels/knn/to
 and contract checks done once) and buffers. A database keeps its calls (`Database.calls`,
 keyed by the queries' address, shape and dtype, k and options), so a repeated search costs
 the torch ops of the bound and three or five driver launches. Queries that the kernels
-cannot read in place (float32, D % 8 != 0) get a fresh Call per search.
+cannot read in place (float32, D % 8 != 0) are written into the Call's own buffers first.
 """
 
 import functools
 import math
+import os
 
 import torch
 
@@ -28,13 +29,18 @@ from compiler.build import driver
 from compiler.verify import has_errors, verify
 from kernels.knn import plan as planner
 from kernels.knn import rows as knn_rows
-from kernels.knn import schedules, torch_path
+from kernels.knn import schedules, torch_path, variants
 from runtime.compiled import CompiledKernelRunner
 from runtime.fast_launch import FastLaunch
+from runtime.shape_domain import Domain
+from runtime.tuning_db import select
 
 DTYPES = {torch.bfloat16: "bf16", torch.float16: "f16", torch.float32: "f32"}
 INDEX_DTYPES = {torch.int32: "i32", torch.int64: "i64"}
 MAX_CALLS = 64  # prepared searches kept per database; beyond it they are dropped and prepared again
+HERE = os.path.dirname(os.path.abspath(__file__))
+DOMAIN = Domain.load(os.path.join(HERE, "domain.json"))
+TUNING_DIR = os.path.join(HERE, "tuning")
 # Whether torch's current stream is capturing a CUDA graph (the C entry point: no wrapper on the per-call path).
 _capturing = torch._C._cuda_isCurrentStreamCapturing if torch.backends.cuda.is_built() else (lambda: False)
 
@@ -117,20 +123,101 @@ def rank_shape(d, dtype):
 
 
 def kernels_for(b, q, m, d, k, metric="l2", exclude_self=False, dtype=torch.bfloat16, index_dtype=torch.int32,
-                layout=None, sms=planner.SMS, seed=None):
+                layout=None, seed=None, config=None, device_index=None):
     """The (builder, parameters) pairs of the kernels a search of these sizes runs (to build them ahead).
 
-    `metric` is a kernel metric name ("l2", "ip", "cos"); `seed` as for search_into.
+    `metric` is a kernel metric name ("l2", "ip", "cos"); layout, seed and config as for search_into.
     """
+    if k > planner.MAX_K:
+        return []
     rank_d, rank_dtype = rank_shape(d, dtype)
-    p, rows = plans(b, q, m, rank_d, k, layout, sms, seed)
+    p, rows, _ = choose(b, q, m, rank_d, k, device_index, layout, None, seed, config)
     out = [score_builder(p, metric, exclude_self, DTYPES[rank_dtype], seeded=bool(rows)),
            merge_builder(k, metric, dtype, index_dtype)]
     if rows:
-        out += [score_builder(planner.plan(b, q, rows, rank_d, k, layout=layout, sms=sms), metric, exclude_self,
-                              DTYPES[rank_dtype]),
+        sms = planner.device_sms(device_index)
+        out += [score_builder(planner.plan(b, q, rows, rank_d, k, sms=sms), metric, exclude_self, DTYPES[rank_dtype]),
                 merge_builder(k, metric, rank_dtype, torch.int32, rescore=False)]
     return out
+
+
+def bucket_key(b, q, m, d, k):
+    """The tuning database's key of a shape (d: the ranking rows' padded width): its B*Q, M, D and k buckets."""
+    return "Q%d/M%d/D%d/k%d" % (DOMAIN.bucket_index("B*Q", b * q), DOMAIN.bucket_index("M", m),
+                                DOMAIN.bucket_index("D", d), DOMAIN.bucket_index("k", k))
+
+
+class Picker:
+    """Shape -> (variant or None for the planner's own choice, how it was chosen), memoised per exact shape."""
+
+    def __init__(self, dbs=()):
+        self.dbs = list(dbs)
+        self._memo = {}
+
+    def pick(self, b, q, m, d, k, sms=planner.SMS):
+        key = (b, q, m, d, k, sms)
+        hit = self._memo.get(key)
+        if hit is None:
+            hit = self._memo[key] = self._choose(b, q, m, d, k, sms)
+        return hit
+
+    def _choose(self, b, q, m, d, k, sms):
+        bucket = bucket_key(b, q, m, d, k)
+        for db in self.dbs:
+            v = variants.BY_NAME.get(db.lookup(bucket))
+            if v is not None and v.plan(b, q, m, d, k, sms) is not None:
+                return v, "tuned (%s, bucket %s)" % (os.path.basename(db.path or "database"), bucket)
+        return None, "planner (cost model)"
+
+
+_pickers = {}
+
+
+def picker(device_index):
+    """The Picker of a device: the tuning databases measured on a GPU of its name (none on the CPU)."""
+    p = _pickers.get(device_index)
+    if p is None:
+        try:
+            name = torch.cuda.get_device_name(device_index)
+        except Exception:  # noqa: BLE001  (no CUDA: the planner decides)
+            name = None
+        paths = sorted(os.path.join(TUNING_DIR, f) for f in os.listdir(TUNING_DIR) if f.endswith(".json"))
+        p = _pickers[device_index] = Picker(select(paths, DOMAIN.op, name, "") if name else ())
+    return p
+
+
+def choose(b, q, m, d, k, device_index=None, layout=None, plan=None, seed=None, config=None):
+    """(plan, sample rows or 0, how): what a search of these sizes runs (d: the ranking rows' width).
+
+    In order: `config` (a variant forced by name), `plan`/`layout`/`seed` (forced pieces), the tuning
+    database's variant for the shape's bucket, the planner's own choice.
+    """
+    sms = planner.device_sms(device_index)
+    if config is not None:
+        v = variants.named(config)
+        p = v.plan(b, q, m, d, k, sms)
+        if p is None:
+            raise ValueError("config %s does not fit this problem (B=%d, Q=%d, M=%d, D=%d, k=%d)" % (v.name, b, q, m, d, k))
+        return p, planner.seed_rows(m, k) if v.seed else 0, "config"
+    if plan is None and layout is None and seed is None:
+        v, how = picker(device_index).pick(b, q, m, d, k, sms)
+        if v is not None:
+            return v.plan(b, q, m, d, k, sms), planner.seed_rows(m, k) if v.seed else 0, how
+    p, rows = plans(b, q, m, d, k, layout, sms, seed)
+    if plan is not None:
+        p, rows = plan, rows if seed or (seed is None and plan.lists >= planner.SEED_MIN_LISTS) else 0
+    return p, rows, "forced" if (plan or layout or seed is not None) else "planner (cost model)"
+
+
+def explain(b, q, m, d, k, dtype=torch.bfloat16, device_index=None):
+    """How a search of these sizes would run (no GPU work): {"path", "variant", "how", "splits", "seed_rows"}."""
+    if k > planner.MAX_K:
+        return {"path": "torch (k > %d)" % planner.MAX_K, "variant": None, "how": "k", "splits": 0, "seed_rows": 0}
+    rank_d, _ = rank_shape(d, dtype)
+    p, rows, how = choose(b, q, m, rank_d, k, device_index)
+    name = ("cols" if p.layout == "cols" else "rows_r%(row_groups)d_c%(interleave)d_n%(block_n)d" % p.kwargs) + (
+        "+seed" if rows else "+noseed")
+    return {"path": "kernels", "variant": name, "how": how, "splits": p.splits, "seed_rows": rows}
 
 
 class _Score:
@@ -155,17 +242,16 @@ class _Score:
 class Call:
     """The prepared kernels and buffers of searches of `db` for queries like q_rank (same address and shape)."""
 
-    def __init__(self, q_rank, q_rows, db, k, exclude_self, dist, idx, layout=None, plan=None, seed=None):
+    def __init__(self, q_rank, q_rows, db, k, exclude_self, dist, idx, layout=None, plan=None, seed=None, config=None):
         b, nq, d = q_rank.shape
         self.device_index = q_rank.device.index
         self.k, self.metric = k, db.metric
         sms = planner.device_sms(self.device_index)
-        p, rows = plans(b, nq, db.shape[1], d, k, layout, sms, seed)
-        if plan is not None:
-            p, rows = plan, rows if seed or (seed is None and plan.lists >= planner.SEED_MIN_LISTS) else 0
+        p, rows, self.how = choose(b, nq, db.shape[1], d, k, self.device_index, layout, plan, seed, config)
         self.plan, self.seed_rows = p, rows
         self.seed = None
         self.graph, self.runs = None, 0
+        self.staged = None  # queries the kernels cannot read in place: their rows' buffers (search_into)
         if rows:
             self._prepare_seed(q_rank, db, rows, k, exclude_self, sms)
         self.score = _Score(p, q_rank, db.rank, db.col, k, db.metric, exclude_self, self.seed)
@@ -248,12 +334,13 @@ class Call:
         return dist, idx
 
 
-def search_into(q3, db, k, exclude_self, dist, idx, layout=None, plan=None, seed=None, pre=None):
+def search_into(q3, db, k, exclude_self, dist, idx, layout=None, plan=None, seed=None, pre=None, config=None):
     """Write the k best of database `db` for [B, Q, D] queries q3 into dist [B, Q, k] f32 and idx [B, Q, k].
 
     `layout` forces "rows" or "cols"; `plan` (a plan.Plan) replaces the planner's choice of the full
     pass (a pass with many partial lists per query is still seeded); `seed` True or False forces
-    the seeding pass on or off; `pre` runs before the search (Call.run).
+    the seeding pass on or off; `config` forces a variant (kernels/knn/variants.py); `pre` runs before
+    the search (Call.run). Otherwise the tuning database, then the planner, choose (`choose`).
     """
     b, nq = q3.shape[0], q3.shape[1]
     if nq == 0:
@@ -261,18 +348,16 @@ def search_into(q3, db, k, exclude_self, dist, idx, layout=None, plan=None, seed
     if k > planner.MAX_K:  # past the register lists: the exact torch path
         if pre is not None:
             pre()
-        q_rows = knn_rows.rescoring_rows(q3) if q3.dtype != torch.float32 else knn_rows.padded(q3, db.rows.shape[-1])
-        return torch_path.search_into(q_rows, db, k, exclude_self, dist, idx)
-    if not knn_rows.in_place(q3):
-        q_rank = knn_rows.ranking_rows(q3, "q")
-        q_rows = q_rank if q3.dtype != torch.float32 else knn_rows.padded(q3, db.rows.shape[-1])
-        if pre is not None:
-            pre()
-        return Call(q_rank, q_rows, db, k, exclude_self, dist, idx, layout, plan, seed).run(q_rank, dist, idx)
-    key = (q3.data_ptr(), tuple(q3.shape), q3.dtype, k, exclude_self, idx.dtype, layout, plan, seed)
+        return torch_path.search_into(knn_rows.rescoring_rows(q3), db, k, exclude_self, dist, idx)
+    key = (q3.data_ptr(), tuple(q3.shape), q3.dtype, k, exclude_self, idx.dtype, layout, plan, seed, config)
     call = db.calls.get(key)
     if call is None:
+        staged = None if knn_rows.in_place(q3) else knn_rows.Rows(q3, "q")  # the padded or split queries' buffers
+        q_rank, q_rows = (q3, q3) if staged is None else (staged.rank, staged.rows)
         if len(db.calls) >= MAX_CALLS:
             db.calls.clear()
-        call = db.calls[key] = Call(q3, q3, db, k, exclude_self, dist, idx, layout, plan, seed)
-    return call.run(q3, dist, idx, pre)
+        call = db.calls[key] = Call(q_rank, q_rows, db, k, exclude_self, dist, idx, layout, plan, seed, config)
+        call.staged = staged
+    elif call.staged is not None:
+        call.staged.refill(q3)
+    return call.run(q3 if call.staged is None else call.staged.rank, dist, idx, pre)

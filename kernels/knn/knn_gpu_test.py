@@ -154,3 +154,85 @@ def test_compiles_with_fullgraph_and_replays_in_a_cuda_graph():
     torch.cuda.synchronize()
     fresh = api.knn(q, x, 10)
     assert torch.equal(g_idx, fresh[1]) and torch.equal(g_dist, fresh[0])
+
+
+def _queries_and_rows(q, m, d, seed=0):
+    import torch
+
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    return (torch.randn(1, q, d, device="cuda", generator=g).to(torch.bfloat16),
+            torch.randn(1, m, d, device="cuda", generator=g).to(torch.bfloat16))
+
+
+@pytest.mark.gpu
+def test_repeated_searches_replay_their_captured_seeding_pass():
+    import torch
+
+    from kernels.knn import api, dispatch
+
+    q, x = _queries_and_rows(100, 200_000, 64)
+    index = api.KnnIndex(x[0])
+    assert dispatch.explain(1, 100, 200_000, 64, 10)["seed_rows"] > 0  # this shape seeds
+    first = index.search(q[0], 10)
+    for _ in range(3):  # the second call captures the graph, the others replay it
+        again = index.search(q[0], 10)
+        assert torch.equal(again[1], first[1]) and torch.equal(again[0], first[0])
+    q.copy_(torch.randn_like(q))  # new queries at the same address
+    replayed = index.search(q[0], 10)
+    dist = torch.empty(1, 100, 10, device="cuda")
+    idx = torch.empty(1, 100, 10, device="cuda", dtype=torch.int32)
+    dispatch.search_into(q.clone(), index._db, 10, False, dist, idx, seed=False)
+    assert (replayed[1] == idx[0]).float().mean().item() > 0.999
+    torch.testing.assert_close(replayed[0], dist[0], rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("d", [64, 20])
+def test_knn_recomputes_norms_when_the_database_changes_in_place(d):
+    import torch
+
+    from kernels.knn import api
+
+    q, x = _queries_and_rows(300, 50_000, d, seed=1)
+    for _ in range(3):
+        api.knn(q, x, 8)
+    x.mul_(0.5).add_(torch.randn_like(x))  # same tensor, same address, new rows and norms
+    q.copy_(torch.randn_like(q))
+    got = api.knn(q, x, 8)
+    want = api.KnnIndex(x.clone()).search(q.clone(), 8)
+    assert (got[1] == want[1]).float().mean().item() > 0.999
+    torch.testing.assert_close(got[0], want[0], rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("metric, k", [("l2", 64), ("cosine", 256), ("ip", 33)])
+def test_k_past_the_register_lists_runs_the_exact_torch_path(metric, k):
+    _check([{"B": 2, "Q": 70, "M": 3000, "D": 72}, {"B": 1, "Q": 5, "M": 400, "D": 128}], metric, k)
+
+
+@pytest.mark.gpu
+def test_self_knn_with_wide_k():
+    _check([{"B": 1, "Q": 900, "M": 900, "D": 40}], "l2", 100, exclude_self=True)
+
+
+@pytest.mark.gpu
+def test_every_variant_that_fits_passes_the_oracle():
+    import torch
+
+    from kernels.knn import api, variants
+    from kernels.knn.contract import knn_contract
+    from runtime.check import check_kernel
+    from runtime import distributions
+
+    shape = {"B": 1, "Q": 150, "M": 80_000, "D": 64, "k": 12, "metric": "l2"}
+    fitting = variants.admitted(1, 150, 80_000, 64, 12)
+    assert len(fitting) >= 8
+    contract = knn_contract([shape], torch.bfloat16, (distributions.NORMAL, distributions.CLUSTERED))
+    for v in fitting:
+        def launch(outputs, inputs, v=v):
+            dist, idx = api.knn(inputs[0], inputs[1], 12, config=v.name)
+            outputs[0].copy_(dist)
+            outputs[1].copy_(idx)
+
+        result = check_kernel(contract, launch)
+        assert result.passed, (v.name, result.message)

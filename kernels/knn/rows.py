@@ -14,35 +14,61 @@
 import torch
 
 
-def padded(t, width):
-    """t with its feature dim zero-padded to `width` (t itself when it already is that wide)."""
+def padded(t, width, out=None):
+    """t with its feature dim zero-padded to `width` (t itself when it already is that wide and no `out`
+    is given; else written into `out`, whose padding stays zero)."""
     t = t.contiguous()
-    if t.shape[-1] == width:
-        return t
-    out = t.new_zeros((*t.shape[:-1], width))
+    if out is None:
+        if t.shape[-1] == width:
+            return t
+        out = t.new_zeros((*t.shape[:-1], width))
     out[..., : t.shape[-1]] = t
     return out
 
 
-def ranking_rows(t, split_role):
+def ranking_rows(t, split_role, out=None):
     """The bf16/f16 rows the score kernel multiplies: t padded to 8 features, or for float32 the
-    three-term split [th, th, tl] (queries) / [th, tl, th] (database) of t = th + tl."""
+    three-term split [th, th, tl] (queries) / [th, tl, th] (database) of t = th + tl (into `out` when given)."""
+    d = t.shape[-1]
     if t.dtype != torch.float32:
-        return padded(t, -(-t.shape[-1] // 8) * 8)
+        return padded(t, -(-d // 8) * 8, out)
+    if out is None:
+        out = torch.zeros((*t.shape[:-1], -(-3 * d // 8) * 8), dtype=torch.bfloat16, device=t.device)
     hi = t.to(torch.bfloat16)
-    lo = (t - hi.float()).to(torch.bfloat16)
-    parts = (hi, hi, lo) if split_role == "q" else (hi, lo, hi)
-    return padded(torch.cat(parts, dim=-1), -(-3 * t.shape[-1] // 8) * 8)
+    parts = (0, 1) if split_role == "q" else (0, 2)
+    for p in parts:
+        out[..., p * d : (p + 1) * d] = hi
+    out[..., (2 if split_role == "q" else 1) * d : (3 if split_role == "q" else 2) * d] = t - hi.float()
+    return out
 
 
-def rescoring_rows(t):
-    """The rows the merge kernel rescores from: t itself (16-bit) or float32 padded to a multiple of 8."""
-    return ranking_rows(t, "q") if t.dtype != torch.float32 else padded(t, -(-t.shape[-1] // 8) * 8)
+def rescoring_rows(t, out=None):
+    """The rows the merge kernel rescores from: t (16-bit) or float32, padded to a multiple of 8 features."""
+    return padded(t, -(-t.shape[-1] // 8) * 8, out)
 
 
 def in_place(t):
     """Whether the kernels read t itself (16-bit, features a multiple of 8, contiguous): no copy per call."""
     return t.dtype != torch.float32 and t.shape[-1] % 8 == 0 and t.is_contiguous()
+
+
+class Rows:
+    """Ranking and rescoring rows of a tensor, in buffers kept between calls (t itself when read in place)."""
+
+    def __init__(self, t, split_role):
+        self.role = split_role
+        self.rank = ranking_rows(t, split_role)
+        self.rows = self.rank if t.dtype != torch.float32 else rescoring_rows(t)
+        self.owned = not in_place(t)
+
+    def refill(self, t):
+        """Write t's rows into the buffers (the tensors the kernels read stay where they are)."""
+        if self.owned:
+            ranking_rows(t, self.role, self.rank)
+            if self.rows is not self.rank:
+                rescoring_rows(t, self.rows)
+        else:
+            self.rank = self.rows = t
 
 
 def _fill_column_vector(out, x, metric):
@@ -72,14 +98,16 @@ class Database:
     """
 
     def __init__(self, x3, metric):
-        self._set(metric, x3.dtype, tuple(x3.shape), ranking_rows(x3, "x"), rescoring_rows(x3), column_vector(x3, metric),
-                  None)
+        r = Rows(x3, "x")
+        self._set(metric, x3.dtype, tuple(x3.shape), r.rank, r.rows, column_vector(x3, metric), None)
+        self._rows = r
 
     @classmethod
     def of(cls, metric, dtype, shape, rank, rows, col, max_norm):
         """A database from tensors prepared earlier (what KnnIndex keeps and passes to its op)."""
         db = cls.__new__(cls)
         db._set(metric, dtype, shape, rank, rows, col, max_norm)
+        db._rows = None
         return db
 
     def _set(self, metric, dtype, shape, rank, rows, col, max_norm):
@@ -91,22 +119,27 @@ class Database:
 
     def bind(self, x3):
         """Read the rows of x3 (at the address and shape this database was made for) from now on."""
-        self.rank = self.rows = x3
+        if not self._rows.owned:
+            self.rank = self.rows = x3
 
     def refresh(self, x3):
-        """Recompute what derives from x3 (a tensor the kernels read in place) into the same buffers."""
-        self.bind(x3)
+        """Recompute what derives from x3 into the same buffers (the rows when they are copies, the norms)."""
+        self._rows.refill(x3)
+        self.rank, self.rows = self._rows.rank, self._rows.rows
         if self.col is not None:
             _fill_column_vector(self.col, x3, self.metric)
-        for rows, (rank, col) in self._sample.items():  # copies (views of x3 were dropped by release)
-            rank.copy_(x3[:, :rows])
-            if col is not None:
-                col.copy_(self.col[:, : col.shape[1]])
+        for rows, (rank, col) in self._sample.items():  # copies (views of the caller's rows were dropped)
+            if rank.data_ptr() != self.rank.data_ptr():  # a view of our own rows needs nothing
+                rank.copy_(self.rank[:, :rows])
+                if col is not None:
+                    col.copy_(self.col[:, : col.shape[1]])
         if self._max_norm is not None:
             self._max_norm.copy_(self._compute_max_norm())
 
     def release(self):
-        """Drop the references to the caller's rows (a cached database keeps only what it derived)."""
+        """Drop the references to the caller's rows (a cached database keeps only what it made itself)."""
+        if self._rows.owned:
+            return
         x = self.rank
         self.rank = self.rows = None
         self._sample = {r: s for r, s in self._sample.items() if s[0].untyped_storage().data_ptr()
