@@ -25,6 +25,7 @@ from kernels.knn import bench
 WORK_CAP = 1e11  # B Q M D: about 0.4 ms of tensor-core work at our rate
 BYTES_CAP = 2 << 30  # database rows: 2 GiB
 SEED = 14
+BATCH = 16  # shapes whose kernels are built together
 TINY = {"B": 1, "Q": 1, "M": 4096, "D": 64, "k": 10}
 
 
@@ -96,24 +97,24 @@ def main():
     record = {"host_cost": host_cost()}
     print(json.dumps(record["host_cost"]), flush=True)
     shapes = validation_shapes(args.shapes)
-    bench.build_all(shapes, args.workers)
+    _write(args.out, [], record, len(shapes))
     from runtime import distributions
 
     rows = []
-    for shape in shapes:
+    for i0 in range(0, len(shapes), BATCH):  # build a batch's kernels in parallel, then measure it
         if time.time() - start > args.deadline_s:
             break
-        impls = {"cake": bench.cake_impl(shape)}
-        fl = bench.flashlib_impl(shape)
-        if fl is not None:
-            impls["flashlib"] = fl
-        rows.append(bench.measure(shape, impls, 10, SEED, dists=(distributions.NORMAL,)))
-        torch.cuda.empty_cache()
+        batch = shapes[i0 : i0 + BATCH]
+        bench.build_all(batch, args.workers)
+        for shape in batch:
+            impls = {"cake": bench.cake_impl(shape)}
+            fl = bench.flashlib_impl(shape)
+            if fl is not None:
+                impls["flashlib"] = fl
+            rows.append(bench.measure(shape, impls, 10, SEED, dists=(distributions.NORMAL,)))
+            torch.cuda.empty_cache()
         _write(args.out, rows, record, len(shapes))
-    _write(args.out, rows, record, len(shapes))
-    sped = [r["impls"]["cake"].get("speedup_vs_flashlib") for r in rows if "flashlib" in r["impls"]]
-    sped = [s for s in sped if s]
-    print("%d shapes measured of %d drawn; %d beside flashlib" % (len(rows), len(shapes), len(sped)), file=sys.stderr)
+    print("%d shapes measured of %d drawn" % (len(rows), len(shapes)), file=sys.stderr)
 
 
 def _write(path, rows, record, drawn):
