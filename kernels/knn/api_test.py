@@ -1,5 +1,8 @@
 """KNN API argument checks (no GPU needed): every bad input raises ValueError naming the argument."""
 
+import gc
+import weakref
+
 import pytest
 import torch
 
@@ -81,6 +84,7 @@ class _ContractOnly:
     CompiledKernelRunner does; launch does nothing."""
 
     calls = []
+    pointed_at = []  # (kernel, tensor name, weakref): every tensor a prepared launch holds the address of
 
     def __init__(self, builder, params, late=()):
         from compiler.lower import lower
@@ -103,6 +107,7 @@ class _ContractOnly:
         for p in md.params:
             assert tensors[p.name].dtype == TORCH_DTYPES[p.dtype] and tensors[p.name].is_contiguous(), (self.name, p.name)
         _ContractOnly.calls.append((self.name, env))
+        _ContractOnly.pointed_at.extend((self.name, n, weakref.ref(t)) for n, t in tensors.items())
 
     def launch(self, prepared, device_index, **late):
         pass
@@ -121,13 +126,16 @@ class _ContractOnly:
 ])
 def test_every_launch_satisfies_its_kernels_contract(monkeypatch, b, q, m, d, k, metric, exclude_self, dtype):
     monkeypatch.setattr(dispatch, "launcher", _ContractOnly)
-    _ContractOnly.calls = []
+    _ContractOnly.calls, _ContractOnly.pointed_at = [], []
     x = torch.randn(b, m, d).to(dtype)
     qs = x if exclude_self else torch.randn(b, q, d).to(dtype)
     db = knn_rows.Database(x, api.METRICS[metric])
     dist = torch.empty(b, qs.shape[1], k)
     idx = torch.empty(b, qs.shape[1], k, dtype=torch.int32)
     dispatch.search_into(qs, db, k, exclude_self, dist, idx)
+    gc.collect()  # a prepared launch keeps addresses only: whatever it points at must still be alive
+    freed = [(kernel, name) for kernel, name, ref in _ContractOnly.pointed_at if ref() is None]
+    assert not freed, freed
     names = [name for name, _ in _ContractOnly.calls]
     seeded = api.planner.seed_rows(m, k) and len(names) == 4
     assert names[-1] == "merge" and len(names) == (4 if seeded else 2), names

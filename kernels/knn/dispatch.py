@@ -38,6 +38,8 @@ from runtime.tuning_db import select
 DTYPES = {torch.bfloat16: "bf16", torch.float16: "f16", torch.float32: "f32"}
 INDEX_DTYPES = {torch.int32: "i32", torch.int64: "i64"}
 MAX_CALLS = 64  # prepared searches kept per database; beyond it they are dropped and prepared again
+# CAKE_KNN_GRAPHS=0 launches every kernel of a search as it is (no CUDA graph of the seeding pass).
+GRAPHS = os.environ.get("CAKE_KNN_GRAPHS", "1") != "0"
 HERE = os.path.dirname(os.path.abspath(__file__))
 DOMAIN = Domain.load(os.path.join(HERE, "domain.json"))
 TUNING_DIR = os.path.join(HERE, "tuning")
@@ -265,12 +267,13 @@ class Call:
         rank, col = db.sample(rows)
         self.seed_score = _Score(planner.plan(b, nq, rows, d, k, sms=sms), q_rank, rank, col, k, db.metric, exclude_self)
         dev = q_rank.device
+        # Every buffer a prepared launch points at is held here: a prepared launch keeps addresses, not tensors.
         self.seed_vals = torch.empty((b, nq, k), dtype=torch.float32, device=dev)
-        seed_idx = torch.empty((b, nq, k), dtype=torch.int32, device=dev)
+        self.seed_idx = torch.empty((b, nq, k), dtype=torch.int32, device=dev)
         self.seed_merge = launcher(*merge_builder(k, db.metric, q_rank.dtype, torch.int32, rescore=False))
         self.seed_merge_prepared = self.seed_merge.prepare(dict(q=q_rank, x=rank, part_v=self.seed_score.part_v,
                                                                 part_i=self.seed_score.part_i, dist=self.seed_vals,
-                                                                idx=seed_idx))
+                                                                idx=self.seed_idx))
         self.x_norm = db.max_norm()
         self.q_norm = torch.empty((b, nq), dtype=torch.float32, device=dev)
         self.slack = torch.empty((b, nq), dtype=torch.float32, device=dev)
@@ -322,7 +325,7 @@ class Call:
         graph on its second run and replays it after (a few microseconds of host time instead of
         tens per torch op); under the caller's own graph capture it launches them as they are.
         """
-        if self.graph is None and (self.seed is not None or pre is not None) and not _capturing():
+        if GRAPHS and self.graph is None and (self.seed is not None or pre is not None) and not _capturing():
             self.runs += 1
             if self.runs == 2:
                 self.graph = self._capture(q_rank, pre) or False
