@@ -324,6 +324,8 @@ def main():
         child(args.child, shapes, args.reps, args.variants, args.seed, args.torch_sweep)
         return
     names = args.impls.split(",")
+    if "cake" in names or any(n.startswith("cake:") for n in names):
+        build_all(shapes, args.workers, variants_everywhere=False)  # in parallel, before any child compiles one by one
     rows = [{"shape": s, "impls": {}} for s in shapes]
     record = {}
     for name in [MACHINE] + names:
