@@ -8,6 +8,8 @@
   (compiler/locations.py) go to a fresh directory for the session, never to the
   user's ~/.cache/cake or ~/.local/state/cake, so nothing an earlier run left can make
   a test pass (or fail) that would not under `bazel test`.
+- Keeps python/ (the wheel's sources, whose `cake` package would hide the generated one) off sys.path
+  outside python/'s own test files, when collecting and when running.
 - GPU tests (`@pytest.mark.gpu`) skip cleanly without a GPU, and fail with a clear
   "no GPU" message when REQUIRE_GPU=1 (bazel test --config=gpu sets it).
 """
@@ -74,6 +76,32 @@ def _isolate_cake_directories():
 _isolate_cake_directories()
 
 
+FACADE = os.path.join(ROOT, "python")
+
+
+def _under_facade(path):
+    return os.path.abspath(str(path or "")).startswith(FACADE + os.sep)
+
+
+def _drop_facade():
+    """python/cake, the wheel's facade, is a regular package named `cake`: while python/ is on sys.path it hides
+    the generated namespace package `cake` (.gen: cake.ir.v1, cake.compiler.v1) from every later import, and from
+    every subprocess handed this sys.path (a compiler server started by a test). pytest puts python/ there to
+    import python/'s test files (and again to set up the cake_build package for its tests)."""
+    sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != FACADE]
+    for name in [m for m in sys.modules if m == "cake" or m.startswith("cake.")]:
+        if _under_facade(getattr(sys.modules[name], "__file__", None)):
+            del sys.modules[name]
+    sys.path_importer_cache.clear()
+
+
+def pytest_collectreport(report):
+    """A test file under python/ is imported: python/ leaves sys.path before the next file is."""
+    path = str(getattr(report, "fspath", "") or "")
+    if path.endswith(".py") and _under_facade(path):
+        _drop_facade()
+
+
 def gpu_available():
     """True when an NVIDIA GPU answers through the CUDA driver."""
     try:
@@ -109,6 +137,8 @@ def _missing_gpu_reason(item):
 
 
 def pytest_runtest_setup(item):
+    if not _under_facade(item.path):
+        _drop_facade()  # every test outside python/ runs without python/ on sys.path
     if not (item.get_closest_marker("gpu") or item.get_closest_marker("sm_90a")):
         return
     why = _missing_gpu_reason(item)

@@ -109,6 +109,18 @@ step_agent() {
   timeout $((AGENT_SECONDS + 300)) "$PY" -m agent.evolve --task kmeans-assign-paper --gpu on --compiler grpc \
     --seconds "$AGENT_SECONDS" --run-dir "$run" --plain
   rc=$?
+  # A run that measured nothing (a seed that fails its check, say) exits 0 with no best: that is no pass.
+  if [ $rc -eq 0 ] && ! "$PY" - "$run/summary.json" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))
+best = s.get("best") or {}
+if best.get("median_ms") is None:
+    sys.exit("agent: the run measured no candidate (%s evaluations; report.md lists the failures by class)"
+             % s.get("evaluations"))
+print("agent: best %.4f ms after %d evaluations (seed %s ms)" % (best["median_ms"], s["evaluations"],
+      (s.get("seed") or {}).get("median_ms")))
+PY
+  then rc=1; fi
   if [ -f "$run/report.md" ]; then
     cp "$run/report.md" "$OUT/agent_kmeans_assign_paper_h200.md"
     cp "$run/summary.json" "$OUT/agent_kmeans_assign_paper_h200.json"

@@ -87,15 +87,18 @@ class FastLaunch:
         self.function = int(runner.kernel.function)
         self._prepared = {}
 
-    def prepare(self, tensors, scalars=None):
+    def prepare(self, tensors, scalars=None, symbols=None):
         """Check `tensors` (by name) against the contract once; a Prepared for them.
+
+        `symbols` gives the values of symbols no tensor's shape determines (as for
+        CompiledKernelRunner.bind_shapes).
 
         The Prepared holds no reference to the tensors: its key (the caller's) names their
         addresses and shapes, and a tensor map of an address and shape describes any tensor
         found there later as well as the first one, so caching it keeps no memory alive.
         """
         runner = self.runner
-        env = runner.bind_shapes(tensors)
+        env = runner.bind_shapes(tensors, symbols)
         runner.check(tensors, env)
         args = runner.args(tensors, scalars or {}, env, keep_maps=False)
         late = {}
@@ -105,11 +108,11 @@ class FastLaunch:
         specs = {n: (tuple(tensors[n].shape), tensors[n].dtype) for n in self.late}
         return Prepared(runner.grid(env), runner._block, runner.md.dynamic_shared_bytes, args, late, specs)
 
-    def get(self, key, tensors, scalars=None):
+    def get(self, key, tensors, scalars=None, symbols=None):
         """The Prepared launch for `key` (the caller's summary of what prepare reads), made once."""
         prepared = self._prepared.get(key)
         if prepared is None:
-            prepared = self.prepare(tensors, scalars)
+            prepared = self.prepare(tensors, scalars, symbols)
             if len(self._prepared) >= MAX_PREPARED:
                 for old in list(self._prepared)[: MAX_PREPARED // 2]:
                     del self._prepared[old]

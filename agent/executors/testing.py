@@ -30,7 +30,7 @@ def run(directory, mode, executor=None, window=0, workers=2, gpus=2, fake_delay_
     `during(executor, database path)` is called from a thread once the run is under way. (store, why it stopped)."""
     task = small_task(**budget)
     os.makedirs(directory, exist_ok=True)
-    tactics, _ = load_tactics(knowledge.PACKAGE_DIR)
+    tactics, _ = load_tactics(knowledge.PACKAGE_DIR, task.family)  # as evolve loads them: the family's moves too
     store = Store(os.path.join(directory, "agent.db"))
     store.start_run("t", task.to_json(), {"mode_line": "test"}, mode, 0)
     bandit = Bandit({n: t.weight for n, t in tactics.items()})

@@ -83,7 +83,7 @@ class Context:
                 with open(path, "wb") as f:
                     f.write(data)
         kb = knowledge.Knowledge(layers["base"], layers.get("learned"))
-        self.tactics, _ = load_tactics(kb)
+        self.tactics, _ = load_tactics(kb, self.task.family)  # the family's parameter moves, as evolve loads them
         self.repairs = RepairMap.load(kb)
         self._stack = contextlib.ExitStack()
         rules, calibration = outer.learned_rules(kb)["rules"], calibrate.current_data(kb)  # as data: request fields

@@ -58,9 +58,11 @@ def decode_entry(data):
     return out
 
 
-def key(ir_digest, target, toolchain):
-    """The cache key of one build."""
-    return hashlib.sha256(("%s|%s|%s" % (ir_digest, target, toolchain)).encode()).hexdigest()
+def key(ir_digest, target, toolchain, source):
+    """The cache key of one build: the IR, the target, the toolchain and the CUDA source lowering made of them
+    (so a fix in lowering never answers with a cubin built from the code before it)."""
+    text = "%s|%s|%s|%s" % (ir_digest, target, toolchain, hashlib.sha256(source.encode()).hexdigest())
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 class CompileCache:

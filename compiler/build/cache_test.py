@@ -74,3 +74,10 @@ def test_a_bad_entry_is_rebuilt_and_rewritten(tmp_path):
     assert second.ok and not second.compiled.cache_hit  # the truncated entry was not served
     third = build(kernel, cache)
     assert third.compiled.cache_hit and third.compiled.cubin == second.compiled.cubin
+
+
+def test_the_key_follows_the_lowered_source():
+    # A fix in lowering changes the source of an unchanged IR: its cubin must not come from the old code.
+    a = compile_cache.key("ir", "sm_90a", "nvcc 13.0", "__global__ void k() {}")
+    assert a == compile_cache.key("ir", "sm_90a", "nvcc 13.0", "__global__ void k() {}")
+    assert a != compile_cache.key("ir", "sm_90a", "nvcc 13.0", "__global__ void k() { }")

@@ -62,7 +62,7 @@ def plan(kernel):
     """Lower `kernel` for its own target and key it; LoweringError when it cannot be lowered."""
     ctx = lower(kernel)
     digest = ir_hash(kernel)
-    return Plan(kernel, ctx, digest, compile_cache.key(digest, ctx.target.name, toolchain_id()))
+    return Plan(kernel, ctx, digest, compile_cache.key(digest, ctx.target.name, toolchain_id(), ctx.source))
 
 
 def cached(p, cache):

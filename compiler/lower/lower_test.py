@@ -99,3 +99,13 @@ def test_unknown_target_value_is_a_lowering_error():
     with pytest.raises(LoweringError) as e:
         lower(k)
     assert e.value.path == "kernel.target" and "value 77" in e.value.message
+
+
+def test_mma_sync_from_shared_tiles_steps_both_operands_along_k():
+    # The B operand's ldmatrix once read k columns 0..15 at every step: the naive KMeans seed agreed with the
+    # reference on 1.5% of the labels on the H200.
+    from kernels.kmeans.naive import assign_naive
+
+    src = lower(assign_naive()).source
+    loads = [line for line in src.splitlines() if "cake::warp::ldmatrix_x4(f" in line]
+    assert len(loads) == 2 and all("kk * 16 +" in line for line in loads), "\n".join(loads)

@@ -168,7 +168,7 @@ def _mma_sync(em, op, path):
                 w.line("cake::warp::ldmatrix_x4(fa[m], %s);" % _ldmatrix_address(a, "m * 16 + (cake_lane & 15)", "kk * 16 + (cake_lane >> 4) * 8"))
             with w.block("for (int n = 0; n < %d; ++n)" % (ni // 2)):
                 w.line("cake::warp::ldmatrix_x4(fb[n], %s);" % _ldmatrix_address(
-                    b, "n * 16 + (cake_lane >> 4) * 8 + (cake_lane & 7)", "((cake_lane >> 3) & 1) * 8"))
+                    b, "n * 16 + (cake_lane >> 4) * 8 + (cake_lane & 7)", "kk * 16 + ((cake_lane >> 3) & 1) * 8"))
             with w.block("for (int m = 0; m < %d; ++m)" % mi):
                 with w.block("for (int n = 0; n < %d; ++n)" % ni):
                     w.line("const uint32_t bn[2] = {fb[n >> 1][(n & 1) * 2], fb[n >> 1][(n & 1) * 2 + 1]};")

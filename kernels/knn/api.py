@@ -24,24 +24,26 @@ not run two calls on different streams at once.
 """
 
 import functools
-import math
 from typing import Optional
 
 import torch
 
-from compiler.build import cache as compile_cache
-from compiler.build import driver
-from compiler.verify import has_errors, verify
+from kernels.knn import dispatch
 from kernels.knn import plan as planner
 from kernels.knn import reference, schedules
-from runtime.compiled import CompiledKernelRunner
+from kernels.knn import rows as knn_rows
+from kernels.knn import variants
 
-DTYPES = {torch.bfloat16: "bf16", torch.float16: "f16", torch.float32: "f32"}
+DTYPES = dispatch.DTYPES
 METRICS = reference.METRIC_NAMES
-INDEX_DTYPES = {torch.int32: "i32", torch.int64: "i64"}
+INDEX_DTYPES = dispatch.INDEX_DTYPES
 MAX_K = planner.MAX_K
+MAX_TORCH_K = 256  # k past MAX_K: torch scores and topk (kernels/knn/torch_path.py), exact but not tuned
 MAX_D = planner.MAX_D
 MAX_M = schedules.MAX_M
+
+
+_compiling = torch.compiler.is_compiling
 
 
 # -- argument checks ------------------------------------------------------------------------
@@ -70,8 +72,9 @@ def _check_metric(metric):
 def _check_options(k, index_dtype, return_distances):
     if isinstance(k, bool) or not isinstance(k, int):
         raise ValueError("k must be an int, got %r" % (k,))
-    if not 1 <= k <= MAX_K:
-        raise ValueError("k must be in [1, %d] (neighbour lists are kept in registers), got %d" % (MAX_K, k))
+    if not 1 <= k <= MAX_TORCH_K:
+        raise ValueError("k must be in [1, %d] (k <= %d runs on the kernels' register lists, up to %d on the exact torch "
+                         "path), got %d" % (MAX_TORCH_K, MAX_K, MAX_TORCH_K, k))
     if index_dtype not in INDEX_DTYPES:
         raise ValueError("index_dtype must be torch.int32 or torch.int64, got %r" % (index_dtype,))
     if not isinstance(return_distances, bool):
@@ -117,253 +120,67 @@ def _check_queries(q, x_shape, x_dtype, x_device, k, exclude_self):
         raise ValueError("q and x must be on the same device: %s vs %s" % (q.device, x_device))
 
 
-# -- preparing rows -----------------------------------------------------------------------
+# -- searching -----------------------------------------------------------------------------
 
 
-def _padded(t, width):
-    """t with its feature dim zero-padded to `width` (t itself when it already is that wide)."""
-    t = t.contiguous()
-    if t.shape[-1] == width:
-        return t
-    out = t.new_zeros((*t.shape[:-1], width))
-    out[..., : t.shape[-1]] = t
-    return out
-
-
-def _ranking_rows(t, split_role):
-    """The bf16/f16 rows the score kernel multiplies: t padded to 8 features, or for float32 the
-    three-term split [th, th, tl] (queries) / [th, tl, th] (database) of t = th + tl."""
-    if t.dtype != torch.float32:
-        return _padded(t, -(-t.shape[-1] // 8) * 8)
-    hi = t.to(torch.bfloat16)
-    lo = (t - hi.float()).to(torch.bfloat16)
-    parts = (hi, hi, lo) if split_role == "q" else (hi, lo, hi)
-    return _padded(torch.cat(parts, dim=-1), -(-3 * t.shape[-1] // 8) * 8)
-
-
-def _column_vector(x, metric):
-    """Per database row: ||x||^2 (l2) or 1 / ||x|| (cosine), fp32, rows padded to a multiple of 4 (None for ip)."""
-    if metric == "ip":
-        return None
-    b, m = x.shape[0], x.shape[1]
-    out = torch.zeros((b, -(-m // 4) * 4), dtype=torch.float32, device=x.device)
-    norm = torch.linalg.vector_norm(x, dim=-1, dtype=torch.float32)  # f32 accumulation, no f32 copy of x
-    if metric == "l2":
-        out[:, :m] = norm.square()
-    else:
-        out[:, :m] = torch.where(norm > 0, 1.0 / norm.clamp_min(1e-30), torch.zeros_like(norm))
-    return out
-
-
-class _Database:
-    """A database's rows as the kernels read them: ranking rows, rescoring rows, the column vector, and
-    (made on first use) the sample a seeding pass scores and the largest ranking-row norm."""
-
-    def __init__(self, x3, metric):
-        rank = _ranking_rows(x3, "x")
-        rows = rank if x3.dtype != torch.float32 else _padded(x3, -(-x3.shape[-1] // 8) * 8)
-        self._set(metric, x3.dtype, tuple(x3.shape), rank, rows, _column_vector(x3, metric), None)
-
-    @classmethod
-    def of(cls, metric, dtype, shape, rank, rows, col, max_norm):
-        """A database from tensors prepared earlier (what KnnIndex keeps and passes to its op)."""
-        db = cls.__new__(cls)
-        db._set(metric, dtype, shape, rank, rows, col, max_norm)
-        return db
-
-    def _set(self, metric, dtype, shape, rank, rows, col, max_norm):
-        self.metric, self.dtype, self.shape = metric, dtype, shape
-        self.rank, self.rows, self.col = rank, rows, col
-        self._sample = {}
-        self._max_norm = max_norm
-
-    def sample(self, rows):
-        """The first `rows` database rows (rank, col) as the score kernel reads them (no copy for one problem)."""
-        got = self._sample.get(rows)
-        if got is None:
-            rank = self.rank[:, :rows].contiguous()
-            col = None if self.col is None else self.col[:, : -(-rows // 4) * 4].contiguous()
-            got = self._sample[rows] = (rank, col)
-        return got
-
-    def max_norm(self):
-        """The largest norm of a ranking row (bounds the rounding of any ranking score)."""
-        if self._max_norm is None:
-            if self.metric == "l2" and self.dtype != torch.float32:
-                self._max_norm = self.col.max().clamp_min(0).sqrt().reshape(1)
-            else:
-                self._max_norm = torch.linalg.vector_norm(self.rank, dim=-1, dtype=torch.float32).max().reshape(1)
-        return self._max_norm
-
-
-# -- kernels --------------------------------------------------------------------------------
-
-
-def compiled(builder, params):
-    """The CompiledKernel of a schedule and parameters, built once (nvcc, then the compile cache).
-
-    A kernel is verified before nvcc builds it (a schedule the planner got wrong must not reach the
-    GPU, where a broken protocol hangs); a compile-cache hit was verified when it was built.
-    """
-    kernel = getattr(schedules, builder)(**dict(params))
-    cache = compile_cache.default_cache()
-    result = driver.cached(driver.plan(kernel), cache)
-    if result is None:
-        diags = verify(kernel)
-        if has_errors(diags):
-            raise RuntimeError("knn kernel %s does not verify: %s" % (kernel.name, "; ".join(d.message for d in diags)))
-        result = driver.build(kernel, cache)
-    if not result.ok:
-        raise RuntimeError("knn kernel %s failed to build: %s" % (kernel.name, "; ".join(d.message for d in result.diagnostics)))
-    return result.compiled
-
-
-@functools.lru_cache(maxsize=None)
-def _runner(builder, params):
-    return CompiledKernelRunner(compiled(builder, params))
-
-
-_WORKSPACES = {}
-
-
-def _workspace(b, lists, p, q, k, worst, device):
-    """Partial lists [B, P, Q, k] (scores, indices), reused per shape and plan: lists past the plan's
-    `lists` are never written, so they keep the worst score and index -1 for the merge (the key holds
-    `lists`, so no plan finds another plan's lists there)."""
-    key = (b, lists, p, q, k, worst, device)
-    ws = _WORKSPACES.get(key)
-    if ws is None:
-        if len(_WORKSPACES) > 64:
-            _WORKSPACES.clear()
-        ws = (torch.full((b, p, q, k), worst, dtype=torch.float32, device=device),
-              torch.full((b, p, q, k), -1, dtype=torch.int32, device=device))
-        _WORKSPACES[key] = ws
-    return ws
-
-
-def _score_builder(p, metric, exclude_self, dtype, seeded=False):
-    name = "rows_sm90a" if p.layout == "rows" else "cols_sm90a"
-    params = dict(p.kwargs, metric=metric, exclude_self=exclude_self, dtype=dtype)
-    if seeded:
-        params["seeded"] = True
-    return name, tuple(sorted(params.items()))
-
-
-def _merge_builder(k, metric, dtype, index_dtype, rescore=True):
-    params = dict(k=k, metric=metric, dtype=DTYPES[dtype], index_dtype=INDEX_DTYPES[index_dtype])
-    if not rescore:
-        params["rescore"] = False
-    return "merge", tuple(sorted(params.items()))
-
-
-def _plans(b, q, m, d, k, layout, sms):
-    """(pass-2 plan, sample rows or 0): seed when the database splits into many partial lists per query."""
-    seeded = planner.plan(b, q, m, d, k, layout=layout, sms=sms, seeded=True)
-    rows = planner.seed_rows(m, k)
-    if rows and seeded.lists >= planner.SEED_MIN_LISTS:
-        return seeded, rows
-    return planner.plan(b, q, m, d, k, layout=layout, sms=sms), 0
-
-
-def kernels_for(b, q, m, d, k, metric="l2", exclude_self=False, dtype=torch.bfloat16, index_dtype=torch.int32,
-                layout=None, sms=planner.SMS):
-    """The (builder, parameters) pairs of the kernels a call of these sizes runs (to build them ahead)."""
-    metric = _check_metric(metric)
-    rank_d = -(-(3 * d if dtype == torch.float32 else d) // 8) * 8
-    rank_dtype = DTYPES[torch.bfloat16 if dtype == torch.float32 else dtype]
-    p, rows = _plans(b, q, m, rank_d, k, layout, sms)
-    out = [_score_builder(p, metric, exclude_self, rank_dtype, seeded=bool(rows)), _merge_builder(k, metric, dtype, index_dtype)]
-    if rows:
-        out += [_score_builder(planner.plan(b, q, rows, rank_d, k, layout=layout, sms=sms), metric, exclude_self, rank_dtype),
-                _merge_builder(k, metric, torch.bfloat16 if dtype == torch.float32 else dtype, torch.int32, rescore=False)]
-    return out
-
-
-def _score(p, q_rank, rank, col, k, metric, exclude_self, seed=None):
-    """Run a score kernel: partial lists of the plan's ranges into its workspace."""
-    b, nq = q_rank.shape[0], q_rank.shape[1]
-    worst = -math.inf if schedules.largest(metric) else math.inf
-    part_v, part_i = _workspace(b, p.lists, p.lists_padded, nq, k, worst, q_rank.device)
-    kernel = _runner(*_score_builder(p, metric, exclude_self, DTYPES[q_rank.dtype], seeded=seed is not None))
-    tensors = dict(q=q_rank, x=rank, part_v=part_v, part_i=part_i)
-    if col is not None:
-        tensors["col"] = col
-    if seed is not None:
-        tensors["seed"] = seed
-    kernel(symbols={"S": p.splits, "T": p.tiles}, **tensors)
-    return part_v, part_i
-
-
-def _seed(q_rank, db, rows, k, exclude_self, sms):
-    """Per query, a bound on its k-th ranking score: the k-th best over the database's first `rows` rows
-    (the true k-th over all rows is no worse), loosened by what rounding in another summation order
-    could change a score by; lists that start there skip every candidate that cannot make the top k."""
-    b, nq, d = q_rank.shape
-    metric = db.metric
-    rank, col = db.sample(rows)
-    p = planner.plan(b, nq, rows, d, k, sms=sms)
-    part_v, part_i = _score(p, q_rank, rank, col, k, metric, exclude_self)
-    vals = torch.empty((b, nq, k), dtype=torch.float32, device=q_rank.device)
-    idx = torch.empty((b, nq, k), dtype=torch.int32, device=q_rank.device)
-    _runner(*_merge_builder(k, metric, q_rank.dtype, torch.int32, rescore=False))(
-        q=q_rank, x=rank, part_v=part_v, part_i=part_i, dist=vals, idx=idx)
-    # Two f32 evaluations of one dot product differ by at most 2 gamma_D sum |q_i x_i| <= 2 gamma_D |q| |x|.
-    u = 2.0 ** -24
-    gamma = d * u / (1 - d * u)
-    qn = torch.linalg.vector_norm(q_rank, dim=-1, dtype=torch.float32)
-    xn = db.max_norm()
-    if metric == "l2":
-        slack = (4 * gamma + 4 * u) * qn * xn + 2 * u * xn * xn
-    elif metric == "ip":
-        slack = (2 * gamma + 2 * u) * qn * xn
-    else:
-        slack = (2 * gamma + 2 * u) * qn
-    kth = vals[..., k - 1]
-    return (kth - slack if schedules.largest(metric) else kth + slack).contiguous()
-
-
-def search_into(q3, db, k, exclude_self, dist, idx, layout=None, plan=None):
-    """Write the k best of database `db` for [B, Q, D] queries q3 into dist [B, Q, k] f32 and idx [B, Q, k].
-
-    `layout` forces "rows" or "cols"; `plan` (a plan.Plan) replaces the planner's choice of the full
-    pass (a pass with many partial lists per query is still seeded).
-    """
+def _outputs(q3, k, index_int64):
     b, nq = q3.shape[0], q3.shape[1]
-    if nq == 0:
-        return dist, idx
-    metric = db.metric
-    qr = _ranking_rows(q3, "q")
-    qs = qr if q3.dtype != torch.float32 else _padded(q3, db.rows.shape[-1])
-    m = db.shape[1]
-    sms = planner.device_sms(q3.device.index)
-    p, rows = _plans(b, nq, m, qr.shape[-1], k, layout, sms)
-    if plan is not None:
-        p, rows = plan, rows if plan.lists >= planner.SEED_MIN_LISTS else 0
-    seed = _seed(qr, db, rows, k, exclude_self, sms) if rows else None
-    part_v, part_i = _score(p, qr, db.rank, db.col, k, metric, exclude_self, seed)
-    merge = _runner(*_merge_builder(k, metric, db.rows.dtype, idx.dtype))
-    merge(q=qs, x=db.rows, part_v=part_v, part_i=part_i, dist=dist, idx=idx)
-    return dist, idx
+    return (torch.empty((b, nq, k), dtype=torch.float32, device=q3.device),
+            torch.empty((b, nq, k), dtype=torch.int64 if index_int64 else torch.int32, device=q3.device))
 
 
-def _search(q3, db, k, exclude_self, index_int64):
-    b, nq = q3.shape[0], q3.shape[1]
-    dist = torch.empty((b, nq, k), dtype=torch.float32, device=q3.device)
-    idx = torch.empty((b, nq, k), dtype=torch.int64 if index_int64 else torch.int32, device=q3.device)
-    return search_into(q3, db, k, exclude_self, dist, idx)
+def _search(q3, db, k, exclude_self, index_int64, config=None, pre=None):
+    dist, idx = _outputs(q3, k, index_int64)
+    return dispatch.search_into(q3, db, k, exclude_self, dist, idx, pre=pre, config=config)
+
+
+_DATABASES = {}  # knn()'s databases seen, by (address, shape, dtype, metric): derived buffers only
+MAX_DATABASES = 8
+
+
+def _knn_impl(q3, x3, k, metric, exclude_self, index_int64, config=None):
+    """knn() on checked, contiguous [B, Q, D] q3 and [B, M, D] x3: the database's norms are computed in the call.
+
+    A database is remembered by address and shape, with its norm buffers (and its padded or split
+    rows' when the kernels cannot read x3 in place) and prepared searches, all refreshed from x3 on
+    every call (never stale); none of the caller's tensors is kept between calls.
+    """
+    key = (x3.data_ptr(), tuple(x3.shape), x3.dtype, metric, x3.device)
+    db = _DATABASES.get(key)
+    pre = None
+    if db is None:
+        db = knn_rows.Database(x3, metric)
+        if len(_DATABASES) >= MAX_DATABASES:
+            _DATABASES.clear()
+        _DATABASES[key] = db
+    else:
+        db.bind(x3)
+        pre = functools.partial(db.refresh, x3)  # the norms, recomputed in the call (in its CUDA graph once captured)
+    try:
+        return _search(q3, db, k, exclude_self, index_int64, config, pre)
+    finally:
+        db.release()
+
+
+def _check_config(config):
+    if config is not None and not isinstance(config, (str, variants.Variant)):
+        raise ValueError("config must be a variant name (str) or a kernels.knn.variants.Variant, got %r" % (config,))
+    if config is not None:
+        variants.named(config)  # ValueError naming the known variants
+    return config.name if isinstance(config, variants.Variant) else config
 
 
 # -- custom ops -------------------------------------------------------------------------------
 
 
 @torch.library.custom_op("cake::knn", mutates_args=())
-def _knn_op(q: torch.Tensor, x: torch.Tensor, k: int, metric: str, exclude_self: bool,
-            index_int64: bool) -> tuple[torch.Tensor, torch.Tensor]:
-    return _search(q, _Database(x, metric), k, exclude_self, index_int64)
+def _knn_op(q: torch.Tensor, x: torch.Tensor, k: int, metric: str, exclude_self: bool, index_int64: bool,
+            config: Optional[str] = None) -> tuple[torch.Tensor, torch.Tensor]:
+    return _knn_impl(q, x, k, metric, exclude_self, index_int64, config)
 
 
 @_knn_op.register_fake
-def _(q, x, k, metric, exclude_self, index_int64):
+def _(q, x, k, metric, exclude_self, index_int64, config=None):
     shape = (q.shape[0], q.shape[1], k)
     return q.new_empty(shape, dtype=torch.float32), q.new_empty(shape, dtype=torch.int64 if index_int64 else torch.int32)
 
@@ -371,13 +188,13 @@ def _(q, x, k, metric, exclude_self, index_int64):
 @torch.library.custom_op("cake::knn_search", mutates_args=())
 def _search_op(q: torch.Tensor, rank: torch.Tensor, rows: torch.Tensor, col: Optional[torch.Tensor],
                max_norm: torch.Tensor, k: int, metric: str, exclude_self: bool,
-               index_int64: bool) -> tuple[torch.Tensor, torch.Tensor]:
-    db = _Database.of(metric, q.dtype, (rank.shape[0], rank.shape[1], q.shape[-1]), rank, rows, col, max_norm)
-    return _search(q, db, k, exclude_self, index_int64)
+               index_int64: bool, config: Optional[str] = None) -> tuple[torch.Tensor, torch.Tensor]:
+    db = knn_rows.Database.of(metric, q.dtype, (rank.shape[0], rank.shape[1], q.shape[-1]), rank, rows, col, max_norm)
+    return _search(q, db, k, exclude_self, index_int64, config)
 
 
 @_search_op.register_fake
-def _(q, rank, rows, col, max_norm, k, metric, exclude_self, index_int64):
+def _(q, rank, rows, col, max_norm, k, metric, exclude_self, index_int64, config=None):
     shape = (q.shape[0], q.shape[1], k)
     return q.new_empty(shape, dtype=torch.float32), q.new_empty(shape, dtype=torch.int64 if index_int64 else torch.int32)
 
@@ -388,24 +205,28 @@ def _result(dist, idx, squeeze, return_distances):
     return (dist, idx) if return_distances else idx
 
 
-def knn(q, x, k, *, metric="l2", return_distances=True, exclude_self=False, index_dtype=torch.int32):
+def knn(q, x, k, *, metric="l2", return_distances=True, exclude_self=False, index_dtype=torch.int32, config=None):
     """The k nearest database rows of every query: (dist float32 [..., Q, k], idx [..., Q, k]).
 
     q: [Q, D] or [B, Q, D] queries; x: [M, D] or [B, M, D] database rows (the same dtype,
     bf16, f16 or float32, on one CUDA device; 1 <= D <= 1024, float32 D <= 336);
-    1 <= k <= 32 and k <= M. metric: "l2" (squared distances, ascending), "ip" (inner
-    products, descending) or "cosine" (similarities, descending). exclude_self: query i
-    is database row i (Q == M) and is not its own neighbour. Ties go to the smaller
-    index. return_distances=False returns idx only.
+    1 <= k <= 256 and k <= M (k <= 32 on the kernels' register lists, larger on the exact
+    torch path). metric: "l2" (squared distances, ascending), "ip" (inner products,
+    descending) or "cosine" (similarities, descending). exclude_self: query i is database
+    row i (Q == M) and is not its own neighbour. Ties go to the smaller index.
+    return_distances=False returns idx only. config: a variant of kernels/knn/variants.py
+    (name or Variant) instead of the dispatcher's choice (kernels/knn/dispatch.py).
     """
     metric = _check_metric(metric)
     _check_options(k, index_dtype, return_distances)
+    config = _check_config(config)
     _check_tensor("q", q)
     _check_database(x)
     _check_queries(q, tuple(x.shape), x.dtype, x.device, k, exclude_self)
     squeeze = q.dim() == 2
     q3, x3 = (q[None], x[None]) if squeeze else (q, x)
-    dist, idx = _knn_op(q3.contiguous(), x3.contiguous(), k, metric, exclude_self, index_dtype == torch.int64)
+    op = _knn_op if _compiling() else _knn_impl  # eager calls skip the custom op's dispatch
+    dist, idx = op(q3.contiguous(), x3.contiguous(), k, metric, exclude_self, index_dtype == torch.int64, config)
     return _result(dist, idx, squeeze, return_distances)
 
 
@@ -422,20 +243,24 @@ class KnnIndex:
         _check_database(x)
         _check_device("x", x)
         self._x_shape, self._dtype, self._device = tuple(x.shape), x.dtype, x.device
-        self._db = _Database((x if x.dim() == 3 else x[None]).contiguous(), self.metric)
+        self._db = knn_rows.Database((x if x.dim() == 3 else x[None]).contiguous(), self.metric)
         self._db.max_norm()  # computed once here, so searches that seed do not re-read the database
 
     @property
     def shape(self):
         return self._x_shape
 
-    def search(self, q, k, *, return_distances=True, exclude_self=False, index_dtype=torch.int32):
+    def search(self, q, k, *, return_distances=True, exclude_self=False, index_dtype=torch.int32, config=None):
         """The k best database rows for each query of q ([Q, D], or [B, Q, D] for a batched index)."""
         _check_options(k, index_dtype, return_distances)
+        config = _check_config(config)
         _check_queries(q, self._x_shape, self._dtype, self._device, k, exclude_self)
         squeeze = q.dim() == 2
         q3 = q[None] if squeeze else q
         db = self._db
-        dist, idx = _search_op(q3.contiguous(), db.rank, db.rows, db.col, db.max_norm(), k, self.metric, exclude_self,
-                               index_dtype == torch.int64)
+        if _compiling():
+            dist, idx = _search_op(q3.contiguous(), db.rank, db.rows, db.col, db.max_norm(), k, self.metric, exclude_self,
+                                   index_dtype == torch.int64, config)
+        else:  # eager: the index's own database, whose prepared searches are kept
+            dist, idx = _search(q3.contiguous(), db, k, exclude_self, index_dtype == torch.int64, config)
         return _result(dist, idx, squeeze, return_distances)

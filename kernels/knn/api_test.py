@@ -1,9 +1,13 @@
 """KNN API argument checks (no GPU needed): every bad input raises ValueError naming the argument."""
 
+import gc
+import weakref
+
 import pytest
 import torch
 
-from kernels.knn import api
+from kernels.knn import api, dispatch
+from kernels.knn import rows as knn_rows
 
 
 def _t(*shape, dtype=torch.bfloat16):
@@ -22,8 +26,8 @@ def _t(*shape, dtype=torch.bfloat16):
     (dict(x=_t(0, 8)), r"^x must hold at least one database row"),
     (dict(q=_t(4, 2000), x=_t(10, 2000)), r"^x must have 1 to 1024 features"),
     (dict(q=_t(4, 400, dtype=torch.float32), x=_t(10, 400, dtype=torch.float32)), r"^x must have 1 to 336 features"),
-    (dict(k=0), r"^k must be in \[1, 32\]"),
-    (dict(k=33), r"^k must be in \[1, 32\]"),
+    (dict(k=0), r"^k must be in \[1, 256\]"),
+    (dict(k=257), r"^k must be in \[1, 256\] \(k <= 32 runs on the kernels' register lists, up to 256 on the exact torch path\), got 257"),
     (dict(k=2.0), r"^k must be an int"),
     (dict(k=True), r"^k must be an int"),
     (dict(k=11), r"^k=11 is more than the 10 database rows"),
@@ -57,30 +61,32 @@ def test_index_names_the_bad_argument():
 
 def test_rows_are_padded_and_float32_splits_into_three_bf16_terms():
     x = torch.randn(5, 10)
-    rows = api._ranking_rows(x, "x")
+    rows = knn_rows.ranking_rows(x, "x")
     assert rows.dtype == torch.bfloat16 and rows.shape == (5, 32)
     hi, lo = rows[:, :10].float(), rows[:, 10:20].float()
     torch.testing.assert_close(hi + lo, x, rtol=2 ** -15, atol=1e-6)
     assert (rows[:, 20:30] == rows[:, :10]).all() and (rows[:, 30:] == 0).all()
-    q = api._ranking_rows(x, "q")
+    q = knn_rows.ranking_rows(x, "q")
     assert (q[:, 10:20] == q[:, :10]).all()
-    assert api._ranking_rows(torch.randn(3, 8, dtype=torch.float16), "q").shape == (3, 8)
+    assert knn_rows.ranking_rows(torch.randn(3, 8, dtype=torch.float16), "q").shape == (3, 8)
 
 
 def test_column_vectors_hold_squared_norms_or_inverse_norms_padded_to_four_rows():
     x = torch.tensor([[[3.0, 4.0], [0.0, 0.0], [1.0, 0.0]]])
-    assert api._column_vector(x, "l2").tolist() == [[25.0, 0.0, 1.0, 0.0]]
-    assert api._column_vector(x, "cos").tolist() == [[pytest.approx(0.2), 0.0, 1.0, 0.0]]
-    assert api._column_vector(x, "ip") is None
+    assert knn_rows.column_vector(x, "l2").tolist() == [[25.0, 0.0, 1.0, 0.0]]
+    assert knn_rows.column_vector(x, "cos").tolist() == [[pytest.approx(0.2), 0.0, 1.0, 0.0]]
+    assert knn_rows.column_vector(x, "ip") is None
 
 
 class _ContractOnly:
-    """Stands in for a compiled kernel: binds the call's shapes and symbols and checks the kernel's contract
-    (symbol ranges, constraints, dtypes, contiguity), as CompiledKernelRunner does before a launch."""
+    """Stands in for a loaded kernel (dispatch.launcher's FastLaunch): prepare binds the call's shapes and
+    symbols and checks the kernel's contract (symbol ranges, constraints, dtypes, contiguity), as
+    CompiledKernelRunner does; launch does nothing."""
 
     calls = []
+    pointed_at = []  # (kernel, tensor name, weakref): every tensor a prepared launch holds the address of
 
-    def __init__(self, builder, params):
+    def __init__(self, builder, params, late=()):
         from compiler.lower import lower
         from runtime.compiled import CompiledKernelRunner
 
@@ -88,7 +94,8 @@ class _ContractOnly:
         self.runner = CompiledKernelRunner.__new__(CompiledKernelRunner)
         self.runner.md = lower(getattr(api.schedules, builder)(**dict(params))).launch
 
-    def __call__(self, symbols=None, **tensors):
+    def prepare(self, tensors, scalars=None, symbols=None):
+        from compiler.ir.expr import evaluate
         from runtime.compiled import TORCH_DTYPES
 
         env = self.runner.bind_shapes(tensors, symbols)
@@ -96,12 +103,14 @@ class _ContractOnly:
         for s in md.symbols:
             assert s.min <= env[s.name] <= s.max, (self.name, s.name, env[s.name])
         for c in md.constraints:
-            from compiler.ir.expr import evaluate
-
             assert evaluate(c.expr, env), (self.name, c.doc, env)
         for p in md.params:
             assert tensors[p.name].dtype == TORCH_DTYPES[p.dtype] and tensors[p.name].is_contiguous(), (self.name, p.name)
         _ContractOnly.calls.append((self.name, env))
+        _ContractOnly.pointed_at.extend((self.name, n, weakref.ref(t)) for n, t in tensors.items())
+
+    def launch(self, prepared, device_index, **late):
+        pass
 
 
 @pytest.mark.parametrize("b, q, m, d, k, metric, exclude_self, dtype", [
@@ -116,16 +125,26 @@ class _ContractOnly:
     (1, 40, 70_000, 24, 3, "cosine", False, torch.float32),
 ])
 def test_every_launch_satisfies_its_kernels_contract(monkeypatch, b, q, m, d, k, metric, exclude_self, dtype):
-    monkeypatch.setattr(api, "_runner", _ContractOnly)
-    _ContractOnly.calls = []
+    monkeypatch.setattr(dispatch, "launcher", _ContractOnly)
+    _ContractOnly.calls, _ContractOnly.pointed_at = [], []
     x = torch.randn(b, m, d).to(dtype)
     qs = x if exclude_self else torch.randn(b, q, d).to(dtype)
-    db = api._Database(x, api.METRICS[metric])
+    db = knn_rows.Database(x, api.METRICS[metric])
     dist = torch.empty(b, qs.shape[1], k)
     idx = torch.empty(b, qs.shape[1], k, dtype=torch.int32)
-    api.search_into(qs, db, k, exclude_self, dist, idx)
+    dispatch.search_into(qs, db, k, exclude_self, dist, idx)
+    gc.collect()  # a prepared launch keeps addresses only: whatever it points at must still be alive
+    freed = [(kernel, name) for kernel, name, ref in _ContractOnly.pointed_at if ref() is None]
+    assert not freed, freed
     names = [name for name, _ in _ContractOnly.calls]
     seeded = api.planner.seed_rows(m, k) and len(names) == 4
     assert names[-1] == "merge" and len(names) == (4 if seeded else 2), names
     if seeded:  # the sample pass scores the first rows, then the full pass
         assert _ContractOnly.calls[0][1]["M"] == api.planner.seed_rows(m, k) and _ContractOnly.calls[2][1]["M"] == m
+
+
+def test_config_names_a_known_variant():
+    with pytest.raises(ValueError, match=r"^config must be a knn Variant or one of the variant names"):
+        api.knn(_t(4, 8), _t(10, 8), 3, config="rows_r9_c9_n64+seed")
+    with pytest.raises(ValueError, match=r"^config must be a variant name"):
+        api.knn(_t(4, 8), _t(10, 8), 3, config=7)

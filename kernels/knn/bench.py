@@ -26,8 +26,8 @@ import sys
 
 ALL_PAIRS = {"B": 1, "Q": 65536, "M": 65536, "D": 128, "k": 10, "metric": "l2", "self": True}
 SEARCH = {"B": 1, "Q": 128, "M": 10_000_000, "D": 128, "k": 10, "metric": "l2"}
-# 16 shapes: Q from 1 to 1M, M from 4K to 20M, D from 32 to 512 (some not multiples of 64), k from 1
-# to 32, l2, ip and cosine, batches.
+# 18 shapes: Q from 1 to 1M, M from 4K to 20M, D from 32 to 512 (some not multiples of 64), k from 1
+# to 256 (k > 32 on the exact torch path), l2, ip and cosine, batches.
 SWEEP = [
     {"B": 1, "Q": 1, "M": 1_000_000, "D": 128, "k": 10, "metric": "l2"},
     {"B": 1, "Q": 16, "M": 4_000_000, "D": 64, "k": 16, "metric": "l2"},
@@ -45,6 +45,8 @@ SWEEP = [
     {"B": 1, "Q": 65536, "M": 65536, "D": 128, "k": 10, "metric": "ip", "self": True},
     {"B": 1, "Q": 8, "M": 10_000_000, "D": 128, "k": 10, "metric": "cosine"},
     {"B": 1, "Q": 10_000, "M": 500_000, "D": 384, "k": 16, "metric": "cosine"},
+    {"B": 1, "Q": 2048, "M": 500_000, "D": 128, "k": 64, "metric": "cosine"},
+    {"B": 1, "Q": 8192, "M": 8192, "D": 64, "k": 256, "metric": "l2", "self": True},
 ]
 SETS = {"all_pairs": [ALL_PAIRS], "search": [SEARCH], "sweep": SWEEP}
 IMPLS = ("cake", "flashlib", "torch")
@@ -65,11 +67,11 @@ def _queries(inputs):
 # -- implementations (each writes the harness's outputs: dist f32, idx i32 [B, Q, k]) ---------------
 
 
-def cake_impl(shape, plan=None):
-    from kernels.knn import api
+def cake_impl(shape, variant=None):
+    from kernels.knn import api, dispatch
 
     k, metric = shape["k"], shape.get("metric", "l2")
-    if op_of(shape) == "all_pairs" and plan is None:
+    if op_of(shape) == "all_pairs" and variant is None:
         def launch(outputs, inputs):
             dist, idx = api.knn(inputs[1], inputs[1], k, metric=metric)
             outputs[0].copy_(dist)
@@ -86,12 +88,12 @@ def cake_impl(shape, plan=None):
                 indexes.clear()
             indexes[key] = api.KnnIndex(x, metric=metric)
         index = indexes[key]
-        if plan is None:
+        if variant is None:
             dist, idx = index.search(inputs[0], k)
             outputs[0].copy_(dist)
             outputs[1].copy_(idx)
         else:
-            api.search_into(inputs[0], index._db, k, False, outputs[0], outputs[1], plan=plan)
+            dispatch.search_into(inputs[0], index._db, k, False, outputs[0], outputs[1], config=variant)
 
     return launch
 
@@ -119,19 +121,11 @@ def flashlib_impl(shape):
 def torch_impl(shape):
     import torch
 
+    from kernels.knn import torch_path
+
     k, metric = shape["k"], shape.get("metric", "l2")
     largest = metric != "l2"
-
-    def f32_products():
-        """q @ x.T with f32 results: cuBLAS's out_dtype for 16-bit inputs where torch has it, else f32 inputs."""
-        try:
-            a = torch.ones(16, 16, device="cuda", dtype=torch.bfloat16)
-            torch.mm(a, a, out_dtype=torch.float32)
-            return lambda qc, xt: torch.mm(qc, xt, out_dtype=torch.float32), lambda t: t
-        except (TypeError, RuntimeError):
-            return lambda qc, xt: torch.mm(qc, xt), lambda t: t.float()
-
-    mm, widen = f32_products()
+    mm, widen = torch_path.f32_products()
 
     def launch(outputs, inputs):
         q, x = inputs
@@ -156,30 +150,13 @@ def torch_impl(shape):
 
 
 def variant_plans(shape):
-    """name -> Plan of the schedule variants compared at a shape (rows/cols layouts, warpgroup counts)."""
-    from kernels.knn import plan as planner
+    """name -> Variant of the schedule variants (kernels/knn/variants.py) that fit a shape."""
+    import torch
 
-    b, q, m, d, k = shape["B"], shape["Q"], shape["M"], shape["D"], shape["k"]
-    width = planner.tile_width(d)
-    out = {}
-    for r, c, bn in ((2, 1, 128), (3, 1, 128), (3, 1, 64), (4, 1, 64), (2, 2, 64), (1, 4, 64)):
-        if r > 1 and q <= 64 * (r - 1):
-            continue
-        params = planner.rows_params(q, k, width, row_groups=r, interleave=c, block_n=bn)
-        if params is None:
-            continue
-        seeded = planner.seed_rows(m, k) > 0  # search_into seeds a plan with many partial lists
-        warm = 0.0 if seeded else planner.WARM_TILES_PER_K * k
-        s, t = planner.splits_for(b * -(-q // (64 * r)), -(-m // bn), c, planner.device_sms(0), warm)
-        lists = s * c
-        out["rows_r%d_c%d_n%d" % (r, c, bn)] = planner.Plan("rows", tuple(sorted(params.items())), s, t, lists,
-                                                            -(-lists // 32) * 32)
-    if q <= 16:
-        try:
-            out["cols"] = planner.plan(b, q, m, width, k, layout="cols")
-        except ValueError:
-            pass
-    return out
+    from kernels.knn import dispatch, variants
+
+    d, _ = dispatch.rank_shape(shape["D"], getattr(torch, shape.get("dtype", "bfloat16")))
+    return {v.name: v for v in variants.admitted(shape["B"], shape["Q"], shape["M"], d, shape["k"])}
 
 
 def all_impls(shape, names, variants, torch_sweep=False):
@@ -202,15 +179,15 @@ def all_impls(shape, names, variants, torch_sweep=False):
             if name[5:] in plans:
                 impls[name] = cake_impl(shape, plans[name[5:]])
     if variants and shape in (ALL_PAIRS, SEARCH):
-        for vname, plan in variant_plans(shape).items():
-            impls["cake:" + vname] = cake_impl(shape, plan)
+        for vname, v in variant_plans(shape).items():
+            impls["cake:" + vname] = cake_impl(shape, v)
     return impls
 
 
 # -- measuring -----------------------------------------------------------------------------
 
 
-def measure(shape, impls, reps, seed):
+def measure(shape, impls, reps, seed, dists=None):
     import torch
 
     from kernels.knn.contract import knn_contract
@@ -218,8 +195,8 @@ def measure(shape, impls, reps, seed):
     from runtime.check import check_kernel
     from runtime.timing import TimingConfig, time_kernel
 
-    dists = distributions.ALL if shape["Q"] * shape["M"] <= ALL_DISTRIBUTIONS_UP_TO else (
-        distributions.NORMAL, distributions.CLUSTERED)
+    dists = dists or (distributions.ALL if shape["Q"] * shape["M"] <= ALL_DISTRIBUTIONS_UP_TO else (
+        distributions.NORMAL, distributions.CLUSTERED))
     contract = knn_contract([shape], getattr(torch, shape.get("dtype", "bfloat16")), dists)
     flops = 2.0 * shape["B"] * shape["Q"] * shape["M"] * shape["D"]
     x_bytes = 2.0 * shape["B"] * shape["M"] * shape["D"]
@@ -231,7 +208,7 @@ def measure(shape, impls, reps, seed):
             entry["check"] = {"passed": checked.passed, "kind": str(checked.kind), "message": checked.message}
             if checked.passed:
                 config = TimingConfig(warmup=3, reps=reps if name != "torch" else max(3, reps // 4))
-                t = time_kernel(contract, launch, config)
+                t = time_kernel(contract, launch, config, seed=seed)  # every implementation on the same inputs
                 entry.update(median_ms=t.median_ms, p10_ms=t.p10_ms, p90_ms=t.p90_ms, tflops=flops / t.median_ms / 1e9,
                              database_gbps=x_bytes / t.median_ms / 1e6, verified=t.verified)
                 row["environment"] = t.environment
@@ -292,21 +269,22 @@ def child(name, shapes, reps, variants, seed, torch_sweep):
         print("RESULT " + json.dumps(row, default=str), flush=True)
 
 
-def build_all(shapes, workers):
-    """Build every kernel the cake rows (and their variants) run, in parallel; returns the failures."""
+def build_all(shapes, workers, variants_everywhere=False):
+    """Build every kernel the cake rows (and their variants: at the headline shapes, or at every shape with
+    `variants_everywhere`) run, in parallel; returns the failures."""
     import torch
 
-    from kernels.knn import api, plan as planner
+    from kernels.knn import api, dispatch
 
     todo = set()
     for shape in shapes:
         dtype = getattr(torch, shape.get("dtype", "bfloat16"))
-        todo.update(api.kernels_for(shape["B"], shape["Q"], shape["M"], shape["D"], shape["k"], shape.get("metric", "l2"),
-                                    dtype=dtype))
-        if shape in (ALL_PAIRS, SEARCH):
-            for p in variant_plans(shape).values():
-                seeded = planner.seed_rows(shape["M"], shape["k"]) > 0 and p.lists >= planner.SEED_MIN_LISTS
-                todo.add(api._score_builder(p, api.METRICS[shape.get("metric", "l2")], False, api.DTYPES[dtype], seeded))
+        metric = api.METRICS[shape.get("metric", "l2")]
+        sizes = (shape["B"], shape["Q"], shape["M"], shape["D"], shape["k"], metric)
+        todo.update(dispatch.kernels_for(*sizes, dtype=dtype))
+        if variants_everywhere or shape in (ALL_PAIRS, SEARCH):
+            for v in variant_plans(shape).values():
+                todo.update(dispatch.kernels_for(*sizes, dtype=dtype, config=v))
     with concurrent.futures.ProcessPoolExecutor(workers) as pool:
         futures = {pool.submit(_build_one, b, p): (b, p) for b, p in sorted(todo)}
         failed = [str(futures[f]) + ": " + f.result() for f in concurrent.futures.as_completed(futures) if f.result()]
@@ -316,10 +294,10 @@ def build_all(shapes, workers):
 
 def _build_one(builder, params):
     """Verify and build one kernel as the API does (filling the compile cache); '' or what went wrong."""
-    from kernels.knn import api
+    from kernels.knn import dispatch
 
     try:
-        api.compiled(builder, params)
+        dispatch.compiled(builder, params)
     except RuntimeError as e:
         return str(e)[:500]
     return ""
@@ -346,6 +324,8 @@ def main():
         child(args.child, shapes, args.reps, args.variants, args.seed, args.torch_sweep)
         return
     names = args.impls.split(",")
+    if "cake" in names or any(n.startswith("cake:") for n in names):
+        build_all(shapes, args.workers, variants_everywhere=False)  # in parallel, before any child compiles one by one
     rows = [{"shape": s, "impls": {}} for s in shapes]
     record = {}
     for name in [MACHINE] + names:

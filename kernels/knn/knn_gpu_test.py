@@ -63,17 +63,18 @@ def test_self_knn_excludes_each_point(metric):
 def test_both_layouts_agree_on_few_queries():
     import torch
 
-    from kernels.knn import api
+    from kernels.knn import dispatch
+    from kernels.knn import rows as knn_rows
 
     g = torch.Generator(device="cuda").manual_seed(0)
     q = torch.randn(1, 9, 128, device="cuda", generator=g).to(torch.bfloat16)
     x = torch.randn(1, 50_000, 128, device="cuda", generator=g).to(torch.bfloat16)
-    db = api._Database(x, "l2")
+    db = knn_rows.Database(x, "l2")
     out = {}
     for layout in ("rows", "cols"):
         dist = torch.empty(1, 9, 16, device="cuda")
         idx = torch.empty(1, 9, 16, device="cuda", dtype=torch.int32)
-        out[layout] = api.search_into(q, db, 16, False, dist, idx, layout=layout)
+        out[layout] = dispatch.search_into(q, db, 16, False, dist, idx, layout=layout)
     # The layouts sum each score in another order: rows may swap only where scores tie within rounding.
     same = (out["rows"][1] == out["cols"][1]).float().mean().item()
     assert same > 0.99, same
@@ -115,11 +116,12 @@ def test_custom_ops_pass_opcheck():
     import torch
 
     from kernels.knn import api
+    from kernels.knn import rows as knn_rows
 
     q = torch.randn(2, 50, 64, device="cuda").to(torch.bfloat16)
     x = torch.randn(2, 700, 64, device="cuda").to(torch.bfloat16)
     torch.library.opcheck(api._knn_op, (q, x, 5, "l2", False, False), test_utils=("test_schema", "test_faketensor"))
-    db = api._Database(x, "cos")
+    db = knn_rows.Database(x, "cos")
     torch.library.opcheck(api._search_op, (q, db.rank, db.rows, db.col, db.max_norm(), 5, "cos", False, True),
                           test_utils=("test_schema", "test_faketensor"))
 
@@ -152,3 +154,85 @@ def test_compiles_with_fullgraph_and_replays_in_a_cuda_graph():
     torch.cuda.synchronize()
     fresh = api.knn(q, x, 10)
     assert torch.equal(g_idx, fresh[1]) and torch.equal(g_dist, fresh[0])
+
+
+def _queries_and_rows(q, m, d, seed=0):
+    import torch
+
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    return (torch.randn(1, q, d, device="cuda", generator=g).to(torch.bfloat16),
+            torch.randn(1, m, d, device="cuda", generator=g).to(torch.bfloat16))
+
+
+@pytest.mark.gpu
+def test_repeated_searches_replay_their_captured_seeding_pass():
+    import torch
+
+    from kernels.knn import api, dispatch
+
+    q, x = _queries_and_rows(100, 200_000, 64)
+    index = api.KnnIndex(x[0])
+    assert dispatch.explain(1, 100, 200_000, 64, 10)["seed_rows"] > 0  # this shape seeds
+    first = index.search(q[0], 10)
+    for _ in range(3):  # the second call captures the graph, the others replay it
+        again = index.search(q[0], 10)
+        assert torch.equal(again[1], first[1]) and torch.equal(again[0], first[0])
+    q.copy_(torch.randn_like(q))  # new queries at the same address
+    replayed = index.search(q[0], 10)
+    dist = torch.empty(1, 100, 10, device="cuda")
+    idx = torch.empty(1, 100, 10, device="cuda", dtype=torch.int32)
+    dispatch.search_into(q.clone(), index._db, 10, False, dist, idx, seed=False)
+    assert (replayed[1] == idx[0]).float().mean().item() > 0.999
+    torch.testing.assert_close(replayed[0], dist[0], rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("d", [64, 20])
+def test_knn_recomputes_norms_when_the_database_changes_in_place(d):
+    import torch
+
+    from kernels.knn import api
+
+    q, x = _queries_and_rows(300, 50_000, d, seed=1)
+    for _ in range(3):
+        api.knn(q, x, 8)
+    x.mul_(0.5).add_(torch.randn_like(x))  # same tensor, same address, new rows and norms
+    q.copy_(torch.randn_like(q))
+    got = api.knn(q, x, 8)
+    want = api.KnnIndex(x.clone()).search(q.clone(), 8)
+    assert (got[1] == want[1]).float().mean().item() > 0.999
+    torch.testing.assert_close(got[0], want[0], rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("metric, k", [("l2", 64), ("cosine", 256), ("ip", 33)])
+def test_k_past_the_register_lists_runs_the_exact_torch_path(metric, k):
+    _check([{"B": 2, "Q": 70, "M": 3000, "D": 72}, {"B": 1, "Q": 5, "M": 400, "D": 128}], metric, k)
+
+
+@pytest.mark.gpu
+def test_self_knn_with_wide_k():
+    _check([{"B": 1, "Q": 900, "M": 900, "D": 40}], "l2", 100, exclude_self=True)
+
+
+@pytest.mark.gpu
+def test_every_variant_that_fits_passes_the_oracle():
+    import torch
+
+    from kernels.knn import api, variants
+    from kernels.knn.contract import knn_contract
+    from runtime.check import check_kernel
+    from runtime import distributions
+
+    shape = {"B": 1, "Q": 150, "M": 80_000, "D": 64, "k": 12, "metric": "l2"}
+    fitting = variants.admitted(1, 150, 80_000, 64, 12)
+    assert len(fitting) >= 8
+    contract = knn_contract([shape], torch.bfloat16, (distributions.NORMAL, distributions.CLUSTERED))
+    for v in fitting:
+        def launch(outputs, inputs, v=v):
+            dist, idx = api.knn(inputs[0], inputs[1], 12, config=v.name)
+            outputs[0].copy_(dist)
+            outputs[1].copy_(idx)
+
+        result = check_kernel(contract, launch)
+        assert result.passed, (v.name, result.message)

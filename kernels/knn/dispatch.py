@@ -1,0 +1,366 @@
+"""How a KNN search runs: its kernels, prepared once per (queries, database, k), then launched with microseconds of host cost.
+
+A search of database `db` (kernels/knn/rows.py) for queries q at k neighbours runs, in order
+(kernels/knn/plan.py chooses the layout, parameters and split):
+1. when the database splits into many partial lists per query, a seeding pass: a score kernel
+   over the database's first rows and a merge (ranking scores only) give each query's k-th
+   score there; four torch element-wise ops loosen it by the rounding bound into `seed`;
+2. the score kernel over the whole database (lists start at the seed when there is one),
+   writing partial lists into a workspace;
+3. the merge kernel: partial lists -> the k best, rescored exactly in f32, sorted, into the
+   caller's dist and idx.
+k past the register lists (plan.MAX_K) runs the exact torch path (kernels/knn/torch_path.py).
+
+`Call` holds one search's prepared launches (runtime/fast_launch.py: arguments, tensor maps
+and contract checks done once) and buffers. A database keeps its calls (`Database.calls`,
+keyed by the queries' address, shape and dtype, k and options), so a repeated search costs
+the torch ops of the bound and three or five driver launches. Queries that the kernels
+cannot read in place (float32, D % 8 != 0) are written into the Call's own buffers first.
+"""
+
+import functools
+import math
+import os
+
+import torch
+
+from compiler.build import cache as compile_cache
+from compiler.build import driver
+from compiler.verify import has_errors, verify
+from kernels.knn import plan as planner
+from kernels.knn import rows as knn_rows
+from kernels.knn import schedules, torch_path, variants
+from runtime.compiled import CompiledKernelRunner
+from runtime.fast_launch import FastLaunch
+from runtime.shape_domain import Domain
+from runtime.tuning_db import select
+
+DTYPES = {torch.bfloat16: "bf16", torch.float16: "f16", torch.float32: "f32"}
+INDEX_DTYPES = {torch.int32: "i32", torch.int64: "i64"}
+MAX_CALLS = 64  # prepared searches kept per database; beyond it they are dropped and prepared again
+# CAKE_KNN_GRAPHS=0 launches every kernel of a search as it is (no CUDA graph of the seeding pass).
+GRAPHS = os.environ.get("CAKE_KNN_GRAPHS", "1") != "0"
+HERE = os.path.dirname(os.path.abspath(__file__))
+DOMAIN = Domain.load(os.path.join(HERE, "domain.json"))
+TUNING_DIR = os.path.join(HERE, "tuning")
+# Whether torch's current stream is capturing a CUDA graph (the C entry point: no wrapper on the per-call path).
+_capturing = torch._C._cuda_isCurrentStreamCapturing if torch.backends.cuda.is_built() else (lambda: False)
+
+
+def compiled(builder, params):
+    """The CompiledKernel of a schedule and parameters, built once (nvcc, then the compile cache).
+
+    A kernel is verified before nvcc builds it (a schedule the planner got wrong must not reach the
+    GPU, where a broken protocol hangs); a compile-cache hit was verified when it was built.
+    """
+    kernel = getattr(schedules, builder)(**dict(params))
+    cache = compile_cache.default_cache()
+    result = driver.cached(driver.plan(kernel), cache)
+    if result is None:
+        diags = verify(kernel)
+        if has_errors(diags):
+            raise RuntimeError("knn kernel %s does not verify: %s" % (kernel.name, "; ".join(d.message for d in diags)))
+        result = driver.build(kernel, cache)
+    if not result.ok:
+        raise RuntimeError("knn kernel %s failed to build: %s" % (kernel.name, "; ".join(d.message for d in result.diagnostics)))
+    return result.compiled
+
+
+@functools.lru_cache(maxsize=None)
+def launcher(builder, params, late=()):
+    """The loaded kernel of (builder, params) as a FastLaunch whose `late` pointers are patched per call."""
+    return FastLaunch(CompiledKernelRunner(compiled(builder, params)), late=late)
+
+
+_WORKSPACES = {}
+
+
+def workspace(b, lists, p, q, k, worst, device):
+    """Partial lists [B, P, Q, k] (scores, indices), shared per shape and plan: lists past the plan's
+    `lists` are never written, so they keep the worst score and index -1 for the merge (the key holds
+    `lists`, so no plan finds another plan's lists there). Searches on one stream are ordered."""
+    key = (b, lists, p, q, k, worst, device)
+    ws = _WORKSPACES.get(key)
+    if ws is None:
+        if len(_WORKSPACES) > 64:
+            _WORKSPACES.clear()
+        ws = (torch.full((b, p, q, k), worst, dtype=torch.float32, device=device),
+              torch.full((b, p, q, k), -1, dtype=torch.int32, device=device))
+        _WORKSPACES[key] = ws
+    return ws
+
+
+def score_builder(p, metric, exclude_self, dtype, seeded=False):
+    name = "rows_sm90a" if p.layout == "rows" else "cols_sm90a"
+    params = dict(p.kwargs, metric=metric, exclude_self=exclude_self, dtype=dtype)
+    if seeded:
+        params["seeded"] = True
+    return name, tuple(sorted(params.items()))
+
+
+def merge_builder(k, metric, dtype, index_dtype, rescore=True):
+    params = dict(k=k, metric=metric, dtype=DTYPES[dtype], index_dtype=INDEX_DTYPES[index_dtype])
+    if not rescore:
+        params["rescore"] = False
+    return "merge", tuple(sorted(params.items()))
+
+
+def plans(b, q, m, d, k, layout, sms, seed=None):
+    """(pass-2 plan, sample rows or 0): seed when the database splits into many partial lists per query.
+
+    `seed` False forbids seeding, True asks for it wherever the database is large enough to sample.
+    """
+    seeded = planner.plan(b, q, m, d, k, layout=layout, sms=sms, seeded=True)
+    rows = planner.seed_rows(m, k)
+    if seed is None and seeded.layout == "cols":
+        seed = False  # measured on the H200 (docs/gpu_runs.md): Q = 1, M = 1M 0.18 ms unseeded, 0.27 seeded; Q = 16 even
+    if rows and seed is not False and (seed or seeded.lists >= planner.SEED_MIN_LISTS):
+        return seeded, rows
+    return planner.plan(b, q, m, d, k, layout=layout, sms=sms), 0
+
+
+def rank_shape(d, dtype):
+    """(features, dtype) of the ranking rows for D features of `dtype` (float32: three bf16 terms)."""
+    return -(-(3 * d if dtype == torch.float32 else d) // 8) * 8, torch.bfloat16 if dtype == torch.float32 else dtype
+
+
+def kernels_for(b, q, m, d, k, metric="l2", exclude_self=False, dtype=torch.bfloat16, index_dtype=torch.int32,
+                layout=None, seed=None, config=None, device_index=None):
+    """The (builder, parameters) pairs of the kernels a search of these sizes runs (to build them ahead).
+
+    `metric` is a kernel metric name ("l2", "ip", "cos"); layout, seed and config as for search_into.
+    """
+    if k > planner.MAX_K:
+        return []
+    rank_d, rank_dtype = rank_shape(d, dtype)
+    p, rows, _ = choose(b, q, m, rank_d, k, device_index, layout, None, seed, config)
+    out = [score_builder(p, metric, exclude_self, DTYPES[rank_dtype], seeded=bool(rows)),
+           merge_builder(k, metric, dtype, index_dtype)]
+    if rows:
+        sms = planner.device_sms(device_index)
+        out += [score_builder(planner.plan(b, q, rows, rank_d, k, sms=sms), metric, exclude_self, DTYPES[rank_dtype]),
+                merge_builder(k, metric, rank_dtype, torch.int32, rescore=False)]
+    return out
+
+
+def bucket_key(b, q, m, d, k):
+    """The tuning database's key of a shape (d: the ranking rows' padded width): its B*Q, M, D and k buckets."""
+    return "Q%d/M%d/D%d/k%d" % (DOMAIN.bucket_index("B*Q", b * q), DOMAIN.bucket_index("M", m),
+                                DOMAIN.bucket_index("D", d), DOMAIN.bucket_index("k", k))
+
+
+class Picker:
+    """Shape -> (variant or None for the planner's own choice, how it was chosen), memoised per exact shape."""
+
+    def __init__(self, dbs=()):
+        self.dbs = list(dbs)
+        self._memo = {}
+
+    def pick(self, b, q, m, d, k, sms=planner.SMS):
+        key = (b, q, m, d, k, sms)
+        hit = self._memo.get(key)
+        if hit is None:
+            hit = self._memo[key] = self._choose(b, q, m, d, k, sms)
+        return hit
+
+    def _choose(self, b, q, m, d, k, sms):
+        bucket = bucket_key(b, q, m, d, k)
+        for db in self.dbs:
+            v = variants.BY_NAME.get(db.lookup(bucket))
+            if v is not None and v.plan(b, q, m, d, k, sms) is not None:
+                return v, "tuned (%s, bucket %s)" % (os.path.basename(db.path or "database"), bucket)
+        return None, "planner (cost model)"
+
+
+_pickers = {}
+
+
+def picker(device_index):
+    """The Picker of a device: the tuning databases measured on a GPU of its name (none on the CPU)."""
+    p = _pickers.get(device_index)
+    if p is None:
+        try:
+            name = torch.cuda.get_device_name(device_index)
+        except Exception:  # noqa: BLE001  (no CUDA: the planner decides)
+            name = None
+        paths = sorted(os.path.join(TUNING_DIR, f) for f in os.listdir(TUNING_DIR) if f.endswith(".json"))
+        p = _pickers[device_index] = Picker(select(paths, DOMAIN.op, name, "") if name else ())
+    return p
+
+
+def choose(b, q, m, d, k, device_index=None, layout=None, plan=None, seed=None, config=None):
+    """(plan, sample rows or 0, how): what a search of these sizes runs (d: the ranking rows' width).
+
+    In order: `config` (a variant forced by name), `plan`/`layout`/`seed` (forced pieces), the tuning
+    database's variant for the shape's bucket, the planner's own choice.
+    """
+    sms = planner.device_sms(device_index)
+    if config is not None:
+        v = variants.named(config)
+        p = v.plan(b, q, m, d, k, sms)
+        if p is None:
+            raise ValueError("config %s does not fit this problem (B=%d, Q=%d, M=%d, D=%d, k=%d)" % (v.name, b, q, m, d, k))
+        return p, planner.seed_rows(m, k) if v.seed else 0, "config"
+    if plan is None and layout is None and seed is None:
+        v, how = picker(device_index).pick(b, q, m, d, k, sms)
+        if v is not None:
+            return v.plan(b, q, m, d, k, sms), planner.seed_rows(m, k) if v.seed else 0, how
+    p, rows = plans(b, q, m, d, k, layout, sms, seed)
+    if plan is not None:
+        p, rows = plan, rows if seed or (seed is None and plan.lists >= planner.SEED_MIN_LISTS) else 0
+    return p, rows, "forced" if (plan or layout or seed is not None) else "planner (cost model)"
+
+
+def explain(b, q, m, d, k, dtype=torch.bfloat16, device_index=None):
+    """How a search of these sizes would run (no GPU work): {"path", "variant", "how", "splits", "seed_rows"}."""
+    if k > planner.MAX_K:
+        return {"path": "torch (k > %d)" % planner.MAX_K, "variant": None, "how": "k", "splits": 0, "seed_rows": 0}
+    rank_d, _ = rank_shape(d, dtype)
+    p, rows, how = choose(b, q, m, rank_d, k, device_index)
+    name = ("cols" if p.layout == "cols" else "rows_r%(row_groups)d_c%(interleave)d_n%(block_n)d" % p.kwargs) + (
+        "+seed" if rows else "+noseed")
+    return {"path": "kernels", "variant": name, "how": how, "splits": p.splits, "seed_rows": rows}
+
+
+class _Score:
+    """One prepared score kernel and the workspace it writes."""
+
+    def __init__(self, p, q_rank, rank, col, k, metric, exclude_self, seed=None):
+        b, nq = q_rank.shape[0], q_rank.shape[1]
+        worst = -math.inf if schedules.largest(metric) else math.inf
+        self.part_v, self.part_i = workspace(b, p.lists, p.lists_padded, nq, k, worst, q_rank.device)
+        self.launch = launcher(*score_builder(p, metric, exclude_self, DTYPES[q_rank.dtype], seeded=seed is not None))
+        tensors = dict(q=q_rank, x=rank, part_v=self.part_v, part_i=self.part_i)
+        if col is not None:
+            tensors["col"] = col
+        if seed is not None:
+            tensors["seed"] = seed
+        self.prepared = self.launch.prepare(tensors, symbols={"S": p.splits, "T": p.tiles})
+
+    def run(self, device_index):
+        self.launch.launch(self.prepared, device_index)
+
+
+class Call:
+    """The prepared kernels and buffers of searches of `db` for queries like q_rank (same address and shape)."""
+
+    def __init__(self, q_rank, q_rows, db, k, exclude_self, dist, idx, layout=None, plan=None, seed=None, config=None):
+        b, nq, d = q_rank.shape
+        self.device_index = q_rank.device.index
+        self.k, self.metric = k, db.metric
+        sms = planner.device_sms(self.device_index)
+        p, rows, self.how = choose(b, nq, db.shape[1], d, k, self.device_index, layout, plan, seed, config)
+        self.plan, self.seed_rows = p, rows
+        self.seed = None
+        self.graph, self.runs = None, 0
+        self.staged = None  # queries the kernels cannot read in place: their rows' buffers (search_into)
+        if rows:
+            self._prepare_seed(q_rank, db, rows, k, exclude_self, sms)
+        self.score = _Score(p, q_rank, db.rank, db.col, k, db.metric, exclude_self, self.seed)
+        self.merge = launcher(*merge_builder(k, db.metric, db.rows.dtype, idx.dtype), late=("dist", "idx"))
+        self.merge_prepared = self.merge.prepare(dict(q=q_rows, x=db.rows, part_v=self.score.part_v,
+                                                      part_i=self.score.part_i, dist=dist, idx=idx))
+
+    def _prepare_seed(self, q_rank, db, rows, k, exclude_self, sms):
+        """Pass 1: the k-th best score over the first `rows` database rows, a bound on each query's k-th."""
+        b, nq, d = q_rank.shape
+        rank, col = db.sample(rows)
+        self.seed_score = _Score(planner.plan(b, nq, rows, d, k, sms=sms), q_rank, rank, col, k, db.metric, exclude_self)
+        dev = q_rank.device
+        # Every buffer a prepared launch points at is held here: a prepared launch keeps addresses, not tensors.
+        self.seed_vals = torch.empty((b, nq, k), dtype=torch.float32, device=dev)
+        self.seed_idx = torch.empty((b, nq, k), dtype=torch.int32, device=dev)
+        self.seed_merge = launcher(*merge_builder(k, db.metric, q_rank.dtype, torch.int32, rescore=False))
+        self.seed_merge_prepared = self.seed_merge.prepare(dict(q=q_rank, x=rank, part_v=self.seed_score.part_v,
+                                                                part_i=self.seed_score.part_i, dist=self.seed_vals,
+                                                                idx=self.seed_idx))
+        self.x_norm = db.max_norm()
+        self.q_norm = torch.empty((b, nq), dtype=torch.float32, device=dev)
+        self.slack = torch.empty((b, nq), dtype=torch.float32, device=dev)
+        self.seed = torch.empty((b, nq), dtype=torch.float32, device=dev)
+        # Two f32 evaluations of one dot product differ by at most 2 gamma_D sum |q_i x_i| <= 2 gamma_D |q| |x|.
+        u = 2.0 ** -24
+        gamma = d * u / (1 - d * u)
+        # slack = a * |q| |x| (+ c |x|^2 for l2): a |x| (|q| + (c / a) |x|), or a |q| for cosine.
+        self._a = {"l2": 4 * gamma + 4 * u, "ip": 2 * gamma + 2 * u, "cos": 2 * gamma + 2 * u}[db.metric]
+        self._c_over_a = 2 * u / self._a if db.metric == "l2" else 0.0
+        self._sign = -1.0 if schedules.largest(db.metric) else 1.0
+
+    def _bound(self, q_rank):
+        """seed = the sample's k-th score loosened by what rounding in another summation order could change it by."""
+        torch.linalg.vector_norm(q_rank, dim=-1, dtype=torch.float32, out=self.q_norm)
+        if self.metric == "cos":
+            slack = self.q_norm
+        else:
+            torch.add(self.q_norm, self.x_norm, alpha=self._c_over_a, out=self.slack)
+            self.slack.mul_(self.x_norm)
+            slack = self.slack
+        torch.add(self.seed_vals[..., self.k - 1], slack, alpha=self._sign * self._a, out=self.seed)
+
+    def _before_merge(self, q_rank, pre):
+        index = self.device_index
+        if pre is not None:
+            pre()
+        if self.seed is not None:
+            self.seed_score.run(index)
+            self.seed_merge.launch(self.seed_merge_prepared, index)
+            self._bound(q_rank)
+        self.score.run(index)
+
+    def _capture(self, q_rank, pre):
+        """A CUDA graph of everything before the merge (the merge's outputs are the caller's, fresh per call)."""
+        graph = torch.cuda.CUDAGraph()
+        try:
+            with torch.cuda.graph(graph):
+                self._before_merge(q_rank, pre)
+        except Exception:  # noqa: BLE001  (not capturable here: the eager launches stay)
+            return None
+        return graph
+
+    def run(self, q_rank, dist, idx, pre=None):
+        """Search for q_rank (the queries the Call was prepared on, or a tensor at their address and shape).
+
+        `pre` (the caller's work before the search, e.g. refreshing the database's norms) runs first.
+        A Call of more than one launch before its merge (a seeding pass, `pre`) captures them in a CUDA
+        graph on its second run and replays it after (a few microseconds of host time instead of
+        tens per torch op); under the caller's own graph capture it launches them as they are.
+        """
+        if GRAPHS and self.graph is None and (self.seed is not None or pre is not None) and not _capturing():
+            self.runs += 1
+            if self.runs == 2:
+                self.graph = self._capture(q_rank, pre) or False
+        if self.graph and not _capturing():
+            self.graph.replay()
+        else:
+            self._before_merge(q_rank, pre)
+        self.merge.launch(self.merge_prepared, self.device_index, dist=dist, idx=idx)
+        return dist, idx
+
+
+def search_into(q3, db, k, exclude_self, dist, idx, layout=None, plan=None, seed=None, pre=None, config=None):
+    """Write the k best of database `db` for [B, Q, D] queries q3 into dist [B, Q, k] f32 and idx [B, Q, k].
+
+    `layout` forces "rows" or "cols"; `plan` (a plan.Plan) replaces the planner's choice of the full
+    pass (a pass with many partial lists per query is still seeded); `seed` True or False forces
+    the seeding pass on or off; `config` forces a variant (kernels/knn/variants.py); `pre` runs before
+    the search (Call.run). Otherwise the tuning database, then the planner, choose (`choose`).
+    """
+    b, nq = q3.shape[0], q3.shape[1]
+    if nq == 0:
+        return dist, idx
+    if k > planner.MAX_K:  # past the register lists: the exact torch path
+        if pre is not None:
+            pre()
+        return torch_path.search_into(knn_rows.rescoring_rows(q3), db, k, exclude_self, dist, idx)
+    key = (q3.data_ptr(), tuple(q3.shape), q3.dtype, k, exclude_self, idx.dtype, layout, plan, seed, config)
+    call = db.calls.get(key)
+    if call is None:
+        staged = None if knn_rows.in_place(q3) else knn_rows.Rows(q3, "q")  # the padded or split queries' buffers
+        q_rank, q_rows = (q3, q3) if staged is None else (staged.rank, staged.rows)
+        if len(db.calls) >= MAX_CALLS:
+            db.calls.clear()
+        call = db.calls[key] = Call(q_rank, q_rows, db, k, exclude_self, dist, idx, layout, plan, seed, config)
+        call.staged = staged
+    elif call.staged is not None:
+        call.staged.refill(q3)
+    return call.run(q3 if call.staged is None else call.staged.rank, dist, idx, pre)
