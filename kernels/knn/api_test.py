@@ -148,3 +148,21 @@ def test_config_names_a_known_variant():
         api.knn(_t(4, 8), _t(10, 8), 3, config="rows_r9_c9_n64+seed")
     with pytest.raises(ValueError, match=r"^config must be a variant name"):
         api.knn(_t(4, 8), _t(10, 8), 3, config=7)
+
+
+def test_a_kernel_that_cannot_be_built_falls_back_to_the_torch_path(monkeypatch):
+    def broken(builder, params, late=()):
+        raise RuntimeError("knn kernel %s failed to build: no nvcc" % builder)
+
+    monkeypatch.setattr(dispatch, "launcher", broken)
+    x = torch.randn(1, 300, 16).to(torch.bfloat16)
+    q = torch.randn(1, 7, 16).to(torch.bfloat16)
+    db = knn_rows.Database(x, "l2")
+    dist = torch.full((1, 7, 5), float("nan"))
+    idx = torch.full((1, 7, 5), -1, dtype=torch.int32)
+    with pytest.warns(RuntimeWarning, match="searching on the exact torch path"):
+        dispatch.search_into(q, db, 5, False, dist, idx)
+    want = torch.cdist(q.float(), x.float()).square().topk(5, largest=False)
+    torch.testing.assert_close(dist, want.values, rtol=1e-4, atol=1e-4)
+    with pytest.raises(RuntimeError, match="failed to build"):  # a forced variant is not replaced
+        dispatch.search_into(q, db, 5, False, dist, idx, config="rows_r1_c1_n64+noseed")

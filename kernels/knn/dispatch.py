@@ -21,11 +21,12 @@ cannot read in place (float32, D % 8 != 0) are written into the Call's own buffe
 import functools
 import math
 import os
+import warnings
 
 import torch
 
 from compiler.build import cache as compile_cache
-from compiler.build import driver
+from compiler.build import driver, prebuilt
 from compiler.verify import has_errors, verify
 from kernels.knn import plan as planner
 from kernels.knn import rows as knn_rows
@@ -48,12 +49,16 @@ _capturing = torch._C._cuda_isCurrentStreamCapturing if torch.backends.cuda.is_b
 
 
 def compiled(builder, params):
-    """The CompiledKernel of a schedule and parameters, built once (nvcc, then the compile cache).
+    """The CompiledKernel of a schedule and parameters: prebuilt when a store has it, else built once (nvcc,
+    then the compile cache).
 
     A kernel is verified before nvcc builds it (a schedule the planner got wrong must not reach the
     GPU, where a broken protocol hangs); a compile-cache hit was verified when it was built.
     """
     kernel = getattr(schedules, builder)(**dict(params))
+    found = prebuilt.find(kernel)  # a prebuilt store on the search path (compiler/build/prebuilt.py): no nvcc
+    if found is not None:
+        return found
     cache = compile_cache.default_cache()
     result = driver.cached(driver.plan(kernel), cache)
     if result is None:
@@ -337,6 +342,17 @@ class Call:
         return dist, idx
 
 
+_warned = set()
+
+
+def _warn_fallback(error):
+    text = str(error)[:300]
+    if text not in _warned:
+        _warned.add(text)
+        warnings.warn("knn: a kernel could not be built or loaded (%s); searching on the exact torch path" % text,
+                      RuntimeWarning, stacklevel=3)
+
+
 def search_into(q3, db, k, exclude_self, dist, idx, layout=None, plan=None, seed=None, pre=None, config=None):
     """Write the k best of database `db` for [B, Q, D] queries q3 into dist [B, Q, k] f32 and idx [B, Q, k].
 
@@ -359,7 +375,16 @@ def search_into(q3, db, k, exclude_self, dist, idx, layout=None, plan=None, seed
         q_rank, q_rows = (q3, q3) if staged is None else (staged.rank, staged.rows)
         if len(db.calls) >= MAX_CALLS:
             db.calls.clear()
-        call = db.calls[key] = Call(q_rank, q_rows, db, k, exclude_self, dist, idx, layout, plan, seed, config)
+        try:
+            call = Call(q_rank, q_rows, db, k, exclude_self, dist, idx, layout, plan, seed, config)
+        except RuntimeError as e:  # a kernel that cannot be built or loaded here: the exact torch path, said once
+            if config is not None or plan is not None:
+                raise  # a forced variant that cannot run is the caller's error
+            _warn_fallback(e)
+            if pre is not None:
+                pre()
+            return torch_path.search_into(knn_rows.rescoring_rows(q3), db, k, exclude_self, dist, idx)
+        db.calls[key] = call
         call.staged = staged
     elif call.staged is not None:
         call.staged.refill(q3)

@@ -3,10 +3,11 @@
     import cake
     labels = cake.kmeans_assign(x, c)                 # nearest centroid of each point, int32
     centroids, labels = cake.kmeans(x, k=1024, iters=20)
+    dist, idx = cake.knn(q, x, 10)                    # exact k nearest neighbours (l2, ip, cosine)
 
 The ops are torch custom ops (`cake::...`) with fake implementations; bad arguments are
-a ValueError naming the argument. Their kernels ship prebuilt for the GPUs they
-support (sm_90a today; others compile on first use with nvcc, or raise
+a ValueError naming the argument. KMeans' kernels ship prebuilt for the GPUs they
+support (sm_90a today; others, and KNN's, compile on first use with nvcc, or raise
 UnsupportedDevice naming your GPU's compute capability). Importing `cake` is cheap: an
 op's module, and torch, load when the op is first used.
 
@@ -25,6 +26,8 @@ OPS = {
     "kmeans": "kernels.kmeans.api",
     "kmeans_assign": "kernels.kmeans.api",
     "kmeans_update": "kernels.kmeans.api",
+    "knn": "kernels.knn.api",
+    "KnnIndex": "kernels.knn.api",
 }
 
 __all__ = sorted(OPS) + ["__version__"]
