@@ -16,6 +16,7 @@ from cake.ir.v1 import ir_pb2
 
 from agent.ir_edit import NotApplicable, op_message, walk_ops
 from compiler.ir.expr import symbols
+from compiler.ir.shapes import mma_dims
 
 UNITS = ("warp", "warpgroup")
 _ROWS = (ir_pb2.FRAGMENT_LAYOUT_WGMMA_ROWS, ir_pb2.FRAGMENT_LAYOUT_MMA_ROWS)
@@ -135,8 +136,7 @@ def _math(t, op, kind, role):
     if kind == "mma":
         a, b, acc = (t.tile_dims(r, role) for r in (m.a, m.b, m.acc))
         if len(a) == 2 and len(b) == 2 and len(acc) == 2:
-            am, ak = (a[1], a[0]) if m.a_major == ir_pb2.MAJOR_MN else (a[0], a[1])
-            bn, bk = (b[1], b[0]) if m.b_major == ir_pb2.MAJOR_MN else (b[0], b[1])
+            (am, ak), (bn, bk) = mma_dims(a, m.a_major), mma_dims(b, m.b_major)
             t.tie(acc[0][0], am[0])
             t.tie(acc[1][0], bn[0])
             t.tie(ak[0], bk[0])

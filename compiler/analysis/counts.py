@@ -294,7 +294,7 @@ class _Walker:
         if region is None or len(region.shape) < 2:
             return None, None
         shape = shapes.tile_shape(ref, region)
-        return max(0, shape[-2] if major == ir_pb2.MAJOR_MN else shape[-1]), region.dtype
+        return max(0, shapes.mma_dims(shape, major)[1]), region.dtype
 
     def _tmem_load(self, op, role):
         region, n = self._tile(op.src, role)

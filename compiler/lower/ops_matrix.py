@@ -24,7 +24,7 @@ _OPERAND_DTYPES = {ir_pb2.DTYPE_BF16: "bf16", ir_pb2.DTYPE_F16: "f16"}
 class SharedOperand:
     """A shared tile read by a matrix instruction: base pointer and per-k16 byte offsets."""
 
-    def __init__(self, em, ref, path, mn_major=False):
+    def __init__(self, em, ref, path, major=ir_pb2.MAJOR_K_UNSPECIFIED):
         ctx = em.ctx
         if ref.region not in ctx.shared:
             raise LoweringError(path, "matrix operand %r is not in shared memory" % ref.region)
@@ -37,14 +37,10 @@ class SharedOperand:
         stage = em.expr(ref.stage) if ref.HasField("stage") else "0"
         starts = [em.expr(w.start) for w in ref.window]
         self.rows, self.cols = shapes.tile_shape(ref, sr.region)
-        self.mn_major = mn_major
+        self.mn_major = major == ir_pb2.MAJOR_MN
         span = sr.span or 0
         self.span = span
-        if mn_major:
-            # [K, MN] tile: rows are k, the contiguous dim is m/n.
-            self.k, self.mn = self.rows, self.cols
-        else:
-            self.k, self.mn = self.cols, self.rows
+        self.mn, self.k = shapes.mma_dims((self.rows, self.cols), major)
         r0 = starts[0] if starts else "0"
         c0 = starts[1] if starts else "0"
         for s, w in zip(("row", "column"), ref.window):
@@ -79,8 +75,8 @@ class SharedOperand:
 
 def _wgmma(em, op, path):
     ctx = em.ctx
-    a = SharedOperand(em, op.a, path + ".a", op.a_major == ir_pb2.MAJOR_MN)
-    b = SharedOperand(em, op.b, path + ".b", op.b_major == ir_pb2.MAJOR_MN)
+    a = SharedOperand(em, op.a, path + ".a", op.a_major)
+    b = SharedOperand(em, op.b, path + ".b", op.b_major)
     if op.acc.region not in ctx.registers:
         raise LoweringError(path + ".acc", "wgmma accumulates into a register region")
     acc = Fragment(ctx.registers[op.acc.region])
@@ -178,8 +174,8 @@ def _mma_sync(em, op, path):
 
 def _tcgen05(em, op, path):
     ctx = em.ctx
-    a = SharedOperand(em, op.a, path + ".a", op.a_major == ir_pb2.MAJOR_MN)
-    b = SharedOperand(em, op.b, path + ".b", op.b_major == ir_pb2.MAJOR_MN)
+    a = SharedOperand(em, op.a, path + ".a", op.a_major)
+    b = SharedOperand(em, op.b, path + ".b", op.b_major)
     slot = "__tmem_" + op.acc.region
     if slot not in ctx.shared:
         raise LoweringError(path + ".acc", "tcgen05 accumulates into a tensor-memory region")

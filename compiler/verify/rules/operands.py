@@ -3,7 +3,7 @@
 from cake.ir.v1 import ir_pb2
 
 from compiler.ir import oprefs
-from compiler.ir.shapes import tile_shape
+from compiler.ir.shapes import mma_dims, tile_shape
 from compiler.verify import exprs, threads
 from compiler.verify.context import short
 from compiler.verify.registry import Finding, rule
@@ -286,8 +286,7 @@ def _mnk(m, a, b, acc):
     """(M, N, K) from the operand shapes given the majorness, plus the accumulator shape; None if not 2-D."""
     if len(a) != 2 or len(b) != 2 or len(acc) != 2:
         return None
-    am, ak = (a[0], a[1]) if m.a_major == ir_pb2.MAJOR_K_UNSPECIFIED else (a[1], a[0])
-    bn, bk = (b[0], b[1]) if m.b_major == ir_pb2.MAJOR_K_UNSPECIFIED else (b[1], b[0])
+    (am, ak), (bn, bk) = mma_dims(a, m.a_major), mma_dims(b, m.b_major)
     return am, bn, ak, bk
 
 
