@@ -3,7 +3,7 @@
     python -m compiler.testing.bench_consistency [--mutants 20000] [--seed 1] [--out benchmarks/results/consistency.json]
 
 Runs compiler/testing/consistency.py's judgement over the good corpus and `mutants`
-resource, target and launch mutations of it (compiler/consistency_test.py runs a CI-sized
+resource, target, launch and top-k list mutations of it (compiler/consistency_test.py runs a CI-sized
 sample) and records how many fell in the domain, how many the stages accepted or refused,
 which verifier errors the refusals carried, and every disagreement (none expected).
 """
