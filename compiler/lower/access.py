@@ -24,7 +24,7 @@ class SharedAccess:
         self.rows, self.cols = (shape[-2] if len(shape) > 1 else 1), shape[-1]
         self.rank = len(shape)
         stage = em.expr(ref.stage) if ref.HasField("stage") else "0"
-        self.base = "(cake_smem + %d + (%s) * %d)" % (sr.offset, stage, sr.stage_bytes) if stage != "0" else "(cake_smem + %d)" % sr.offset
+        self.base = "(%s)" % sr.address(stage)
         self.offsets = [em.expr(w.start) for w in ref.window]
         self.shape = shapes.tile_shape(ref, sr.region)
         if len(self.offsets) not in (0, self.rank):

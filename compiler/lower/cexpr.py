@@ -1,11 +1,16 @@
 """CAKE IR integer expressions -> C++ expressions.
 
-Floor division and modulo become plain `/` and `%` when both operands are provably
-non-negative (the common case: loop counters, symbols, builtins), and the
-cake::floordiv/floormod helpers otherwise, so the IR's semantics hold for any sign.
+Constant subexpressions are folded (with the IR's semantics, compiler/ir/expr.py) and
+identities dropped (x + 0, x - 0, x * 1, x / 1), so a schedule's `block.x * 128 + 0`
+prints as a person would write it. Floor division and modulo become plain `/` and `%`
+when both operands are provably non-negative (the common case: loop counters, symbols,
+builtins), and the cake::floordiv/floormod helpers otherwise, so the IR's semantics
+hold for any sign.
 """
 
 from cake.ir.v1 import ir_pb2
+
+from compiler.ir.expr import constant
 
 OP = ir_pb2.BinaryOp
 
@@ -45,6 +50,10 @@ class ExprError(ValueError):
 _CALL = {OP.BINARY_OP_MIN: "cake::imin", OP.BINARY_OP_MAX: "cake::imax", OP.BINARY_OP_CEIL_DIV: "cake::ceildiv<long long>"}
 
 
+def _int(value):
+    return "%dLL" % value if abs(value) >= 1 << 31 else str(value)
+
+
 def ident(name):
     """The C++ name of an IR symbol, loop variable or scalar param."""
     return BUILTINS.get(name, "v_" + name.replace(".", "_"))
@@ -73,7 +82,7 @@ def cexpr(expr, scope, registers=()):
     """
     kind = expr.WhichOneof("kind")
     if kind == "int":
-        return "%dLL" % expr.int if abs(expr.int) >= 1 << 31 else str(expr.int)
+        return _int(expr.int)
     if kind == "sym":
         if expr.sym in registers:
             return "r_%s[0]" % expr.sym
@@ -81,7 +90,17 @@ def cexpr(expr, scope, registers=()):
     if kind != "binary":
         raise ExprError("an expression is unset (an empty Expr: no int, sym or binary)")
     b = expr.binary
+    if b.op in _INFIX or b.op in _CALL or b.op in (OP.BINARY_OP_DIV, OP.BINARY_OP_MOD):
+        value = constant(expr)
+        if value is not None:
+            return _int(value)
     lhs, rhs = cexpr(b.lhs, scope, registers), cexpr(b.rhs, scope, registers)
+    left, right = constant(b.lhs), constant(b.rhs)
+    if (b.op == OP.BINARY_OP_ADD and left == 0) or (b.op == OP.BINARY_OP_MUL and left == 1):
+        return rhs
+    if (b.op in (OP.BINARY_OP_ADD, OP.BINARY_OP_SUB) and right == 0) or (
+            b.op in (OP.BINARY_OP_MUL, OP.BINARY_OP_DIV) and right == 1):
+        return lhs
     if b.op in _INFIX:
         return "(%s %s %s)" % (lhs, _INFIX[b.op], rhs)
     if b.op in (OP.BINARY_OP_DIV, OP.BINARY_OP_MOD):

@@ -48,6 +48,15 @@ class SharedRegion:
     def cols(self):
         return self.region.shape[-1]
 
+    def address(self, stage="0", extra=0):
+        """C++ address of byte `extra` of stage `stage` (C++ text): constant parts folded, zero terms left out."""
+        offset, terms = self.offset + extra, []
+        if stage.isdigit():
+            offset += int(stage) * self.stage_bytes
+        else:
+            terms.append("(%s) * %d" % (stage, self.stage_bytes))
+        return " + ".join(["cake_smem"] + ([str(offset)] if offset else []) + terms)
+
 
 @dataclasses.dataclass
 class TensorMap:

@@ -21,6 +21,14 @@ _DESC_SWIZZLE = {0: "None", 32: "B32", 64: "B64", 128: "B128"}
 _OPERAND_DTYPES = {ir_pb2.DTYPE_BF16: "bf16", ir_pb2.DTYPE_F16: "f16"}
 
 
+def _scale_d(em, op):
+    """C++ of an MMA's accumulate flag as 0 or 1 (a constant when the IR's is)."""
+    if not op.HasField("accumulate"):
+        return "1"
+    value = constant(op.accumulate)
+    return "(%s) ? 1 : 0" % em.expr(op.accumulate) if value is None else str(int(value != 0))
+
+
 class SharedOperand:
     """A shared tile read by a matrix instruction: base pointer and per-k16 byte offsets."""
 
@@ -48,7 +56,7 @@ class SharedOperand:
             if v is not None and v % (8 if s == "row" else 16):
                 raise LoweringError(path, "operand window %s start %d is not a multiple of %d" % (s, v, 8 if s == "row" else 16))
         self.stage = stage
-        self.base = "cake_smem + %d + (%s) * %d" % (sr.offset, stage, sr.stage_bytes)
+        self.base = sr.address(stage)
         self.r0, self.c0 = r0, c0
 
     def byte_offset(self, r, c):
@@ -96,7 +104,7 @@ def _wgmma(em, op, path):
         raise LoweringError(path, "wgmma operands must both be bf16 or both f16")
     w = em.w
     with w.block(""):
-        w.line("const int cake_scale_d = (%s) ? 1 : 0;" % em.expr(op.accumulate) if op.HasField("accumulate") else "const int cake_scale_d = 1;")
+        w.line("const int cake_scale_d = %s;" % _scale_d(em, op))
         for name, opnd in (("a", a), ("b", b)):
             lbo = opnd.tile_rows * opnd.span if opnd.mn_major else 16
             w.line(
@@ -122,7 +130,7 @@ def _ldmatrix_address(opnd, row, col):
     """C++ shared address of element (row, col) of a matrix operand tile (window-relative)."""
     sr = opnd.sr
     return "%s + cake::smem::offset<%d, %d, %d, %d>((%s) + (%s), (%s) + (%s))" % (
-        "cake_smem + %d + (%s) * %d" % (sr.offset, opnd.stage, sr.stage_bytes),
+        sr.address(opnd.stage),
         opnd.tile_rows, opnd.tile_cols, sr.esize, opnd.span, opnd.r0, row, opnd.c0, col)
 
 
@@ -185,7 +193,7 @@ def _tcgen05(em, op, path):
     w = em.w
     with w.block(""):
         w.line("const uint32_t cake_tmem = *reinterpret_cast<const uint32_t*>(cake_smem + %d);" % ctx.shared[slot].offset)
-        w.line("const int cake_scale_d = %s;" % ("(%s) ? 1 : 0" % em.expr(op.accumulate) if op.HasField("accumulate") else "1"))
+        w.line("const int cake_scale_d = %s;" % _scale_d(em, op))
         for name, opnd in (("a", a), ("b", b)):
             w.line("const uint64_t cake_desc_%s = cake::tcgen05::make_desc(%s + %s, %d, %d, %d);"
                    % (name, opnd.base, opnd.origin(), 16, 8 * opnd.span, opnd.span))

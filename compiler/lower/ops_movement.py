@@ -43,7 +43,7 @@ def _tma_geometry(em, tile, gref, path):
     coords = [em.expr(c) for c in gref.coords]
     panels = []
     for p in range(shape[-1] // panel_cols):
-        ptr = "cake_smem + %d + (%s) * %d + %d" % (sr.offset, stage, sr.stage_bytes, p * rows * panel_cols * sr.esize)
+        ptr = sr.address(stage, p * rows * panel_cols * sr.esize)
         inner = coords[-1] if p == 0 else "(%s) + %d" % (coords[-1], p * panel_cols)
         panels.append((ptr, [inner] + list(reversed(coords[:-1]))))
     return tmap, panels
