@@ -51,7 +51,8 @@ def test_conditions_break_before_their_ands_and_assignments_after_the_equals():
     lines = wrap("", "if (%s) {" % cond)
     assert lines[0] == "if (" and lines[-1] == ") {" and [line.lstrip()[:2] for line in lines[2:-1]] == ["&&"] * 3
     lines = wrap("", "v_y[%s] = cake::convert<cake::bf16>(r_acc.d[i]);" % " + ".join(["(long long)v_n"] * 8))
-    assert lines[0].endswith(" =") and lines[1].strip() == "cake::convert<cake::bf16>(r_acc.d[i]);"
+    assert lines[-2] == "] =" and lines[-1].strip() == "cake::convert<cake::bf16>(r_acc.d[i]);", lines
+    assert [line.strip()[:2] for line in lines[2:-2]] == ["+ "] * 7 and all(len(line) <= WIDTH for line in lines)
 
 
 @pytest.fixture(scope="module")

@@ -2,7 +2,7 @@
 
 Lines stay under WIDTH characters where C++ allows a break: a longer statement is broken
 inside its outermost brackets that hold two or more arguments (after each comma) or
-conditions (before each `&&` or `||`), one per line, indented two steps more than the
+conditions (before each `&&` or `||`), else terms (before each ` + `), one per line, indented two steps more than the
 statement (recursively, for a part that is itself too long); a statement with an
 assignment or a conditional outside all brackets breaks first after its ` = ` and before
 its ` ? ` and ` : `. Comments, preprocessor lines and lines holding string or character literals
@@ -64,7 +64,7 @@ def wrap(indent, text):
         out = [indent + head]
         for part in parts:
             out.extend(wrap(indent + INDENT * 2, part))
-        out.append(indent + tail)
+        out.extend(wrap(indent, tail))
     if comment:
         out[-1] += " " + comment
     return out
@@ -107,9 +107,9 @@ def _split(code):
                 start = i
             depth += 1
         elif move < 0:
+            if depth == 0:  # a tail starts with the brackets it closes
+                continue
             depth -= 1
-            if depth < 0:
-                return None
             if depth == 0 and code[start] != "<":
                 pairs.append((i - start, start, i))
     for _, start, end in sorted(pairs, reverse=True):
@@ -125,16 +125,19 @@ def _split(code):
 
 
 def _parts(inner):
-    """`inner` as lines: split after its top-level commas, else before its top-level `&&` / `||`."""
-    commas, logic, depth = [], [], 0
+    """`inner` as lines: split after its top-level commas, else before its top-level `&&` / `||`, else
+    before its top-level ` + `."""
+    commas, logic, sums, depth = [], [], [], 0
     for i, move in enumerate(_brackets(inner)):
         depth += move
         if depth == 0 and move == 0 and inner[i] == ",":
             commas.append(i)
         elif depth == 0 and move == 0 and inner.startswith((" && ", " || "), i):
             logic.append(i)
+        elif depth == 0 and move == 0 and inner.startswith(" + ", i):
+            sums.append(i)
     parts, last = [], 0
-    for at in commas or logic:
+    for at in commas or logic or sums:
         parts.append(inner[last:at + 1 if commas else at].strip())
         last = at + 1
     parts.append(inner[last:].strip())
