@@ -71,7 +71,13 @@ def _publish(r, wg):
 
 
 def intra_sm90a(scale=HEAD**-0.5, name="kda_intra_sm90a"):
-    """Phase 1: per (chunk, head, batch) the chunk's matrices (module docstring) into the workspace."""
+    """Phase 1: per (chunk, head, batch) the chunk's matrices (module docstring) into the workspace.
+
+    Two consumer warpgroups share the work: `wa` builds the left factors of A and the
+    first half of the right factors, then runs A, the inverse and W; `wb` builds the left
+    factors of P and the second half, then runs P, U, qg and kd. They meet at the
+    256-thread barrier `both` wherever one reads what the other wrote.
+    """
     kb = KernelBuilder(name, target="sm_90a")
     B, H, T = _symbols(kb)
     _contract(
@@ -89,21 +95,18 @@ def intra_sm90a(scale=HEAD**-0.5, name="kda_intra_sm90a"):
     kb.grid(T // C, H, B)
 
     sq, sk, sv = (kb.shared(n, "bf16", [C, HEAD], swizzle="128b") for n in ("sq", "sk", "sv"))
-    sg = kb.shared("sg", "f32", [C, HEAD])
-    sG = kb.shared("sG", "f32", [C, HEAD])
+    sG = kb.shared("sG", "f32", [C, HEAD])  # g, then its cumsum in place
     # Operand tiles of the four sub-chunk products, then of W and U (halves of 64 columns).
     skp, sqp, skm = (kb.shared(n, "bf16", [C, HEAD], swizzle="128b") for n in ("skp", "sqp", "skm"))
     skbg, svb = (kb.shared(n, "bf16", [C, HALF], swizzle="128b") for n in ("skbg", "svb"))
     sA = kb.shared("sA", "f32", [C, C])
     sT = kb.shared("sT", "bf16", [C, C], swizzle="128b")
     sgl = kb.shared("sgl", "f32", [1, HEAD])
-    # X, Y: exponentials and gated halves; acc_a: A, the causal mask, T, then U halves;
-    # acc_p: P, then W halves.
-    X, Y, acc_a, acc_p = (kb.registers(n, "f32", [C, HALF], layout="wgmma_acc", owner="mma") for n in ("X", "Y", "acc_a", "acc_p"))
-    beta_r = kb.registers("beta_r", "f32", [C], layout="wgmma_rows", owner="mma")
+    # smask[i, I] = 1 where token i is in sub-chunk I; sbase is scratch for building it.
+    smask, sbase = (kb.shared(n, "f32", [C, C // SUB]) for n in ("smask", "sbase"))
     in_bytes = C * HEAD * (2 * 3 + 4)
     full = kb.mbarrier("full", arrivals=1, tx_bytes=in_bytes)
-    wg = kb.named_barrier("wg", threads=128)
+    both = kb.named_barrier("both", threads=256)
     c, h, b = block.x, block.y, block.z
     row0 = b * T + c * C
 
@@ -111,82 +114,129 @@ def intra_sm90a(scale=HEAD**-0.5, name="kda_intra_sm90a"):
         init_barriers(r, full)
         with r.if_(r.elected):
             r.expect_tx(full[0], in_bytes)
-            for src, dst in ((q, sq), (k, sk), (v, sv), (g, sg)):
+            for src, dst in ((q, sq), (k, sk), (v, sv), (g, sG)):
                 r.tma_load(src[row0, h * HEAD], dst.all, full[0])
 
-    with kb.role("mma", "consumer", warpgroups=1) as r:
+    def half(t, hc):
+        return t.tile(window=[(0, C), (hc, HALF)])
 
-        def half(t, hc):
-            return t.tile(window=[(0, C), (hc, HALF)])
+    def row(i, hc):
+        return sG.tile(window=[(i, 1), (hc, HALF)])
 
-        def row(i, hc):
-            return sG.tile(window=[(i, 1), (hc, HALF)])
+    def consumer(role, *products):
+        """A consumer warpgroup's fragments (X, Y: exponentials and gated halves; then its two
+        products), its beta rows and its own barrier."""
+        regs = [kb.registers("%s_%s" % (n, role), "f32", [C, HALF], layout="wgmma_acc", owner=role)
+                for n in ("X", "Y") + products]
+        beta_r = kb.registers("beta_%s" % role, "f32", [C], layout="wgmma_rows", owner=role)
+        return regs, beta_r, kb.named_barrier("wg_%s" % role, threads=128)
 
-        def store_gated(dst, src, *factors):
-            r.ew("mul", Y.all, src, *factors[:1])
-            for f in factors[1:]:
-                r.ew("mul", Y.all, Y.all, f)
-            r.copy(Y.all, dst)
+    (Xa, Ya, acc_a, w_a), beta_a, wg_a = consumer("wa", "A", "W")  # A, then T; W by halves
+    (Xb, Yb, acc_p, u_b), beta_b, wg_b = consumer("wb", "P", "U")  # P; U by halves
 
+    def gated(r, Y, dst, src, *factors):
+        r.ew("mul", Y.all, src, factors[0])
+        for f in factors[1:]:
+            r.ew("mul", Y.all, Y.all, f)
+        r.copy(Y.all, dst)
+
+    def left_factors(r, X, Y, blk, dst, src):
+        """dst = src e^(G_i - G_r) on the rows of sub-chunk blk (r = its first row), zero elsewhere."""
+        ref = blk * SUB
+        for hc in (0, HALF):
+            r.ew("sub", X.all, half(sG, hc), row(ref, hc))
+            r.ew("min", X.all, X.all, 0.0)
+            r.ew("exp", X.all, X.all)
+            r.ew("mul", X.all, X.all, smask.tile(window=[(0, C), (blk, 1)]))
+            gated(r, Y, half(dst, hc), half(src, hc), X.all)
+
+    def right_factors(r, X, Y, blk, hc):
+        """skm's half hc: k e^(G_r - G_j), clamped where only masked entries use it."""
+        r.ew("sub", X.all, row(blk * SUB, hc), half(sG, hc))
+        r.ew("min", X.all, X.all, CLAMP)
+        r.ew("exp", X.all, X.all)
+        gated(r, Y, half(skm, hc), half(sk, hc), X.all)
+
+    def start(r, beta_r, cols):
+        """Meet the init, wait for the inputs, read beta; the cumsum of the gate columns `cols`, in place."""
         r.block_sync()
         r.wait(full[0], phase=0)
         r.copy(beta[b, h, c * C], beta_r.all)
-        r.scan(sg.all, sG.all, 0, "role")
-        r.named_sync(wg)
+        r.scan(sG.tile(window=[(0, C), (cols, HALF)]), sG.tile(window=[(0, C), (cols, HALF)]), 0, "role")
+
+    with kb.role("wa", "consumer", warpgroups=1) as r:
+        start(r, beta_a, 0)
+        # The sub-chunk masks: [16 I <= i] * [i - 16 I < 16].
+        r.ew("mul", sbase.all, coord(1), float(SUB))
+        r.named_sync(wg_a)
+        r.ew("le", smask.all, sbase.all, coord(0))
+        r.named_sync(wg_a)
+        r.ew("sub", sbase.all, coord(0), sbase.all)
+        r.named_sync(wg_a)
+        r.ew("lt", sbase.all, sbase.all, float(SUB))
+        r.named_sync(wg_a)
+        r.ew("mul", smask.all, smask.all, sbase.all)
+        r.named_sync(both)
         for blk in range(C // SUB):
-            ref = blk * SUB
-            for hc in (0, HALF):
-                # Left factors e^(G_i - G_r), zero outside rows ref..ref+15.
-                r.ew("sub", X.all, half(sG, hc), row(ref, hc))
-                r.ew("min", X.all, X.all, 0.0)
-                r.ew("exp", X.all, X.all)
-                if ref + SUB < C:
-                    r.ew("lt", Y.all, coord(0), ref + SUB)
-                    r.ew("mul", X.all, X.all, Y.all)
-                if ref > 0:
-                    r.ew("le", Y.all, ref, coord(0))
-                    r.ew("mul", X.all, X.all, Y.all)
-                store_gated(half(skp, hc), half(sk, hc), X.all)
-                store_gated(half(sqp, hc), half(sq, hc), X.all, scale)
-                # Right factor e^(G_r - G_j), clamped where only masked entries use it.
-                r.ew("sub", X.all, row(ref, hc), half(sG, hc))
-                r.ew("min", X.all, X.all, CLAMP)
-                r.ew("exp", X.all, X.all)
-                store_gated(half(skm, hc), half(sk, hc), X.all)
-            _publish(r, wg)
-            first = 0 if blk == 0 else 1
-            r.mma("wgmma", skp.all, skm.all, acc_a.all, accumulate=first)
-            r.mma("wgmma", sqp.all, skm.all, acc_p.all, accumulate=first)
+            left_factors(r, Xa, Ya, blk, skp, sk)
+            right_factors(r, Xa, Ya, blk, 0)
+            r.fence("proxy_async")
+            r.named_sync(both)
+            r.mma("wgmma", skp.all, skm.all, acc_a.all, accumulate=0 if blk == 0 else 1)
             r.mma_wait(0)
-            r.named_sync(wg)  # every warp's products are done before the tiles are rebuilt
-        # A = beta (products); the solve reads only its strictly lower part.
-        r.ew("mul", acc_a.all, acc_a.all, beta_r.all)
+            r.named_sync(both)  # both products are done before the tiles are rebuilt
+        # A = beta (products); the inverse reads only its strictly lower part.
+        r.ew("mul", acc_a.all, acc_a.all, beta_a.all)
         r.copy(acc_a.all, sA.all)
-        r.ew("le", acc_a.all, coord(1), coord(0))
-        r.ew("mul", acc_p.all, acc_p.all, acc_a.all)
-        r.copy(acc_p.all, ws["pm"][b, h, c * C, 0])
-        r.named_sync(wg)
+        r.named_sync(wg_a)
         r.tri_solve(sA.all, acc_a.all, lower=True, unit_diagonal=True)
         r.copy(acc_a.all, sT.all)
+        r.fence("proxy_async")
+        r.named_sync(both)  # sT is wb's operand too
         for hc in (0, HALF):
-            r.ew("exp", X.all, half(sG, hc))
-            store_gated(skbg.all, half(sk, hc), X.all, beta_r.all)
-            store_gated(ws["qg"][b, h, c * C, hc], half(sq, hc), X.all, scale)
-            store_gated(svb.all, half(sv, hc), beta_r.all)
-            r.ew("sub", X.all, row(C - 1, hc), half(sG, hc))
-            r.ew("exp", X.all, X.all)
-            store_gated(ws["kd"][b, h, c * C, hc], half(sk, hc), X.all)
-            _publish(r, wg)
-            r.mma("wgmma", sT.all, skbg.all, acc_p.all, accumulate=0, b_major="mn")
-            r.mma("wgmma", sT.all, svb.all, acc_a.all, accumulate=0, b_major="mn")
+            r.ew("exp", Xa.all, half(sG, hc))
+            gated(r, Ya, skbg.all, half(sk, hc), Xa.all, beta_a.all)
+            _publish(r, wg_a)
+            r.mma("wgmma", sT.all, skbg.all, w_a.all, accumulate=0, b_major="mn")
+            r.ew("sub", Xa.all, row(C - 1, hc), half(sG, hc))
+            r.ew("exp", Xa.all, Xa.all)
+            gated(r, Ya, ws["kd"][b, h, c * C, hc], half(sk, hc), Xa.all)
             r.mma_wait(0)
-            r.ew("neg", acc_p.all, acc_p.all)
-            r.copy(acc_p.all, ws["wneg"][b, h, c * C, hc])
-            r.copy(acc_a.all, ws["ut"][b, h, c * C, hc])
-            r.named_sync(wg)  # skbg and svb are rebuilt for the next half
+            r.ew("neg", w_a.all, w_a.all)
+            r.copy(w_a.all, ws["wneg"][b, h, c * C, hc])
+            r.named_sync(wg_a)  # skbg is rebuilt for the next half
         r.ew("exp", sgl.all, sG.tile(window=[(C - 1, 1), (0, HEAD)]))
-        r.named_sync(wg)
+        r.named_sync(wg_a)
         r.copy(sgl.all, ws["gl"][b, h, c, 0])
+
+    with kb.role("wb", "consumer", warpgroups=1) as r:
+        start(r, beta_b, HALF)
+        r.named_sync(both)
+        for blk in range(C // SUB):
+            left_factors(r, Xb, Yb, blk, sqp, sq)
+            right_factors(r, Xb, Yb, blk, HALF)
+            r.fence("proxy_async")
+            r.named_sync(both)
+            r.mma("wgmma", sqp.all, skm.all, acc_p.all, accumulate=0 if blk == 0 else 1)
+            r.mma_wait(0)
+            r.named_sync(both)
+        r.ew("le", Xb.all, coord(1), coord(0))
+        r.ew("mul", acc_p.all, acc_p.all, Xb.all)
+        r.ew("mul", acc_p.all, acc_p.all, scale)
+        r.copy(acc_p.all, ws["pm"][b, h, c * C, 0])
+        for hc in (0, HALF):
+            gated(r, Yb, svb.all, half(sv, hc), beta_b.all)
+            r.ew("exp", Xb.all, half(sG, hc))
+            gated(r, Yb, ws["qg"][b, h, c * C, hc], half(sq, hc), Xb.all, scale)
+            r.fence("proxy_async")
+            if hc == 0:
+                r.named_sync(both)  # wa's sT is complete
+            else:
+                r.named_sync(wg_b)
+            r.mma("wgmma", sT.all, svb.all, u_b.all, accumulate=0, b_major="mn")
+            r.mma_wait(0)
+            r.copy(u_b.all, ws["ut"][b, h, c * C, hc])
+            r.named_sync(wg_b)  # svb is rebuilt for the next half
     return kb.build()
 
 

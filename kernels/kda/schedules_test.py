@@ -19,17 +19,21 @@ def test_verifies_without_findings(build):
     assert [verify.format_diagnostic(d) for d in verify.verify(build())] == []
 
 
-def test_intra_phase_sums_four_causal_sub_chunk_products():
+def test_intra_phase_sums_four_causal_sub_chunk_products_over_two_warpgroups():
     k = schedules.intra_sm90a()
+    assert [r.name for r in k.roles] == ["load", "wa", "wb"]
     mmas = [(m.a.region, m.b.region, m.acc.region, m.accumulate.int) for m in _ops(k, "mma")]
-    # A and P over the four 16-token row blocks (the first overwrites), then W and U per 64-column half.
-    assert mmas[:8] == [(a, "skm", acc, int(i > 0)) for i in range(4) for a, acc in (("skp", "acc_a"), ("sqp", "acc_p"))]
-    assert mmas[8:] == [("sT", "skbg", "acc_p", 0), ("sT", "svb", "acc_a", 0)] * 2
+    # wa: A over the four 16-token row blocks (the first overwrites), then W per 64-column half;
+    # wb: P alike, then U per half.
+    assert mmas == (
+        [("skp", "skm", "A_wa", int(i > 0)) for i in range(4)] + [("sT", "skbg", "W_wa", 0)] * 2
+        + [("sqp", "skm", "P_wb", int(i > 0)) for i in range(4)] + [("sT", "svb", "U_wb", 0)] * 2
+    )
     (solve,) = _ops(k, "tri_solve")
-    assert solve.lower and solve.unit_diagonal and solve.a.region == "sA"
-    # The exponent of every right factor is clamped, and of every left factor capped at 0.
+    assert solve.lower and solve.unit_diagonal and solve.a.region == "sA" and solve.x.region == "A_wa"
+    # Every left factor's exponent is capped at 0 and every right factor's clamped.
     mins = [e.srcs[1].imm for e in _ops(k, "elementwise") if e.op == ir_pb2.ELEMENTWISE_OP_MIN]
-    assert mins == [0.0, schedules.CLAMP] * 8
+    assert mins == [0.0, 0.0, schedules.CLAMP] * 8
     assert k.launch.grid[0].binary.rhs.int == schedules.C  # one block per chunk
 
 
@@ -52,4 +56,4 @@ def test_chain_ring_depth_sets_blocks_per_sm(stages, blocks_per_sm):
 def test_intra_phase_lowers_its_inverse_blocked_and_its_cumsum_per_column():
     source = lower(schedules.intra_sm90a()).source
     assert "diagonal blocks inverted" in source
-    assert "for (int l = cake_thread; l < 128; l += 128)" in source
+    assert source.count("for (int l = cake_thread; l < 64; l += 128)") == 2  # each warpgroup scans half the columns
