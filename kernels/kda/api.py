@@ -21,6 +21,7 @@ Registered as the torch custom op `cake::chunk_kda` with a fake implementation.
 
 import dataclasses
 import functools
+import itertools
 
 import torch
 
@@ -40,7 +41,6 @@ _FLA_ONLY = {
     "cp_context": None,
     "use_graph": False,
     "max_num_seqs": None,
-    "cu_seqlens_cpu": None,
 }
 
 
@@ -89,11 +89,11 @@ def check_arguments(q, k, v, g, beta, scale, initial_state, output_final_state, 
                     use_gate_in_kernel, A_log, dt_bias, lower_bound, use_beta_sigmoid_in_kernel, cu_seqlens, extra):
     """ValueError naming the argument for anything the kernels do not take; returns the Plan."""
     for name, value in extra.items():
-        if name == "safe_gate" or name == "chunk_size" and value == CHUNK:
-            continue  # safe_gate only selects fla's kernels; the gates are handled causally here
+        if name in ("safe_gate", "cu_seqlens_cpu") or name == "chunk_size" and value == CHUNK:
+            continue  # safe_gate only selects fla's kernels (the gates are handled causally here)
         if name not in _FLA_ONLY:
             raise TypeError("chunk_kda() got an unexpected keyword argument %r" % name)
-        if value != _FLA_ONLY[name] and not (name == "cu_seqlens_cpu" and value is not None and cu_seqlens is not None):
+        if value != _FLA_ONLY[name]:
             _fail(name, "is not supported by CAKE's chunk_kda forward (only %r)" % (_FLA_ONLY[name],))
     if not isinstance(q, torch.Tensor) or q.dim() != 4:
         _fail("q", "must be a [B, T, H, K] tensor, got %s" % (list(q.shape) if isinstance(q, torch.Tensor) else type(q).__name__))
@@ -139,7 +139,12 @@ def check_arguments(q, k, v, g, beta, scale, initial_state, output_final_state, 
             _fail("cu_seqlens", "must be a 1-D tensor of N + 1 offsets")
         if cu_seqlens.dtype not in (torch.int32, torch.int64):
             _fail("cu_seqlens", "must be int32 or int64, got %s" % cu_seqlens.dtype)
-        lens = [int(x) for x in cu_seqlens.tolist()]
+        # fla's cu_seqlens_cpu, when given, is the host copy: the plan needs no device sync.
+        host = extra.get("cu_seqlens_cpu")
+        if host is not None and (len(host) != cu_seqlens.numel() or (isinstance(host, torch.Tensor) and host.is_cuda)):
+            _fail("cu_seqlens_cpu", "must be a host copy of cu_seqlens (%d offsets)" % cu_seqlens.numel())
+        source = host if host is not None else cu_seqlens
+        lens = [int(x) for x in (source.tolist() if isinstance(source, torch.Tensor) else source)]
         if lens[0] != 0 or lens[-1] != T or any(b < a for a, b in zip(lens, lens[1:])):
             _fail("cu_seqlens", "must rise from 0 to T = %d, got %s" % (T, lens if len(lens) <= 8 else lens[:8] + ["..."]))
     p = plan(B, T, H, lens)
@@ -172,9 +177,9 @@ def l2norm(x):
     return (xf * torch.rsqrt((xf * xf).sum(-1, keepdim=True) + L2NORM_EPS)).to(x.dtype)
 
 
-def _pad(x, p, cu_seqlens):
+def _pad(x, p, varlen):
     """[B, T, ...] -> [N, padded_t, ...]: each sequence at the start of its row, zeros after it."""
-    if cu_seqlens is None:
+    if not varlen:
         T = x.shape[1]
         if T == p.padded_t:
             return x.contiguous()
@@ -187,8 +192,8 @@ def _pad(x, p, cu_seqlens):
     return out
 
 
-def _unpad(o, p, cu_seqlens, T):
-    if cu_seqlens is None:
+def _unpad(o, p, varlen, T):
+    if not varlen:
         return o[:, :T] if p.padded_t != T else o
     return torch.cat([o[i, :n] for i, n in enumerate(p.lengths)], 0)[None]
 
@@ -202,7 +207,7 @@ def _runners(scale):
 
 
 def _forward(q, k, v, g, beta, scale, initial_state, use_qk_l2norm, use_gate, A_log, dt_bias, lower_bound,
-             use_beta_sigmoid, cu_seqlens, p):
+             use_beta_sigmoid, varlen, p):
     """(o [B, T, H, V] bf16, final state [N, H, K, V] f32) of checked arguments."""
     B, T, H, K = q.shape
     if not q.is_cuda or torch.cuda.get_device_capability(q.device) != (9, 0):
@@ -211,7 +216,7 @@ def _forward(q, k, v, g, beta, scale, initial_state, use_qk_l2norm, use_gate, A_
         q, k = l2norm(q), l2norm(k)
     g = gate(g, A_log, dt_bias, lower_bound) if use_gate else g.float()
     beta = torch.sigmoid(beta.float()) if use_beta_sigmoid else beta.float()
-    qp, kp, vp, gp, bp = (_pad(t, p, cu_seqlens) for t in (q, k, v, g, beta))
+    qp, kp, vp, gp, bp = (_pad(t, p, varlen) for t in (q, k, v, g, beta))
     n, tp = p.n, p.padded_t
     dev = q.device
     ws = {name: torch.empty((n, H, tp, schedules.C if name == "pm" else HEAD), dtype=torch.bfloat16, device=dev)
@@ -227,7 +232,7 @@ def _forward(q, k, v, g, beta, scale, initial_state, use_qk_l2norm, use_gate, A_
     flat = lambda t: t.reshape(n * tp, H * HEAD)  # noqa: E731  [N, T, H, K] -> [N T, H K], no copy
     intra(q=flat(qp), k=flat(kp), v=flat(vp), g=flat(gp), beta=bp.transpose(1, 2).contiguous(), **ws)
     chain(h0t=h0t, o=flat(o), ht=ht, **ws)
-    return _unpad(o, p, cu_seqlens, T), ht.transpose(-1, -2)
+    return _unpad(o, p, varlen, T), ht.transpose(-1, -2)
 
 
 @torch.library.custom_op("cake::chunk_kda", mutates_args=())
@@ -235,20 +240,19 @@ def _chunk_kda_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, g: torch.Te
                   scale: float, initial_state: torch.Tensor | None, use_qk_l2norm_in_kernel: bool,
                   use_gate_in_kernel: bool, A_log: torch.Tensor | None, dt_bias: torch.Tensor | None,
                   lower_bound: float | None, use_beta_sigmoid_in_kernel: bool,
-                  cu_seqlens: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
+                  seq_lens: list[int] | None) -> tuple[torch.Tensor, torch.Tensor]:
     B, T, H, _ = q.shape
-    lens = None if cu_seqlens is None else cu_seqlens.tolist()
-    p = plan(B, T, H, lens)
+    p = plan(B, T, H, None if seq_lens is None else [0] + list(itertools.accumulate(seq_lens)))
     o, ht = _forward(q, k, v, g, beta, scale, initial_state, use_qk_l2norm_in_kernel, use_gate_in_kernel, A_log,
-                     dt_bias, lower_bound, use_beta_sigmoid_in_kernel, cu_seqlens, p)
+                     dt_bias, lower_bound, use_beta_sigmoid_in_kernel, seq_lens is not None, p)
     return o.contiguous(), ht.contiguous()
 
 
 @_chunk_kda_op.register_fake
 def _(q, k, v, g, beta, scale, initial_state, use_qk_l2norm_in_kernel, use_gate_in_kernel, A_log, dt_bias,
-      lower_bound, use_beta_sigmoid_in_kernel, cu_seqlens):
+      lower_bound, use_beta_sigmoid_in_kernel, seq_lens):
     B, T, H, K = q.shape
-    n = B if cu_seqlens is None else cu_seqlens.shape[0] - 1
+    n = B if seq_lens is None else len(seq_lens)
     return torch.empty_like(v), q.new_empty((n, H, K, v.shape[-1]), dtype=torch.float32)
 
 
@@ -261,10 +265,10 @@ def chunk_kda(q, k, v, g, beta, scale=None, initial_state=None, output_final_sta
     o_t = S_t^T (scale q_t), scale = K^-0.5 unless given, S_0 = initial_state (zero when None).
     With cu_seqlens (B = 1), each sequence starts from its own initial state.
     """
-    check_arguments(q, k, v, g, beta, scale, initial_state, output_final_state, use_qk_l2norm_in_kernel,
-                    use_gate_in_kernel, A_log, dt_bias, lower_bound, use_beta_sigmoid_in_kernel, cu_seqlens, kwargs)
+    p = check_arguments(q, k, v, g, beta, scale, initial_state, output_final_state, use_qk_l2norm_in_kernel,
+                        use_gate_in_kernel, A_log, dt_bias, lower_bound, use_beta_sigmoid_in_kernel, cu_seqlens, kwargs)
     scale = q.shape[-1] ** -0.5 if scale is None else float(scale)
     o, ht = _chunk_kda_op(q, k, v, g, beta, scale, initial_state, use_qk_l2norm_in_kernel, use_gate_in_kernel,
                           A_log, dt_bias, None if lower_bound is None else float(lower_bound),
-                          use_beta_sigmoid_in_kernel, cu_seqlens)
+                          use_beta_sigmoid_in_kernel, None if cu_seqlens is None else list(p.lengths))
     return o, (ht if output_final_state else None)

@@ -87,3 +87,19 @@ def test_l2norm_is_flas():
     x = torch.randn(2, 5, 3, 128)
     want = x / torch.sqrt((x * x).sum(-1, keepdim=True) + 1e-6)
     torch.testing.assert_close(api.l2norm(x), want)
+
+
+def test_host_copy_of_cu_seqlens_is_checked_and_used():
+    args = _args(cu_seqlens=torch.tensor([0, 40, 100]))
+    with pytest.raises(ValueError, match="^cu_seqlens_cpu must be a host copy of cu_seqlens"):
+        api.chunk_kda(**args, cu_seqlens_cpu=torch.tensor([0, 100]))
+    p = api.check_arguments(**{n: args[n] for n in ("q", "k", "v", "g", "beta", "cu_seqlens")}, scale=None,
+                            initial_state=None, output_final_state=False, use_qk_l2norm_in_kernel=False,
+                            use_gate_in_kernel=False, A_log=None, dt_bias=None, lower_bound=None,
+                            use_beta_sigmoid_in_kernel=False, extra={"cu_seqlens_cpu": [0, 30, 100]})
+    assert p.lengths == (30, 70)  # the host copy is what the plan reads: no device sync
+
+
+def test_zero_length_sequences_keep_their_state():
+    p = api.plan(1, 100, 2, [0, 0, 100, 100])
+    assert p.lengths == (0, 100, 0) and p.padded_t == 128
