@@ -129,8 +129,6 @@ def check_arguments(q, k, v, g, beta, scale, initial_state, output_final_state, 
             _check_tensor("A_log", A_log, (H,))
         if dt_bias is not None and dt_bias.numel() != H * K:
             _fail("dt_bias", "must have H * K = %d elements, got shape %s" % (H * K, list(dt_bias.shape)))
-    elif A_log is not None or dt_bias is not None:
-        _fail("A_log" if A_log is not None else "dt_bias", "is only used with use_gate_in_kernel=True")
     lens = None
     if cu_seqlens is not None:
         if B != 1:
@@ -214,7 +212,7 @@ def _forward(q, k, v, g, beta, scale, initial_state, use_qk_l2norm, use_gate, A_
         raise ValueError("q must be on an sm_90 (Hopper) CUDA device for CAKE's chunk_kda, got %s" % q.device)
     if use_qk_l2norm:
         q, k = l2norm(q), l2norm(k)
-    g = gate(g, A_log, dt_bias, lower_bound) if use_gate else g.float()
+    g = gate(g, A_log, dt_bias, lower_bound) if use_gate else g.float()  # as fla: A_log, dt_bias unused otherwise
     beta = torch.sigmoid(beta.float()) if use_beta_sigmoid else beta.float()
     qp, kp, vp, gp, bp = (_pad(t, p, varlen) for t in (q, k, v, g, beta))
     n, tp = p.n, p.padded_t

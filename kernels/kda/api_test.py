@@ -41,7 +41,6 @@ def test_varlen_plan_runs_each_sequence_as_a_row_of_the_longest():
         (dict(initial_state=torch.zeros(3, 2, 128, 128)), "initial_state", "shape [1, 2, 128, 128]"),
         (dict(use_gate_in_kernel=True), "A_log", "lower_bound is not set"),
         (dict(use_gate_in_kernel=True, A_log=torch.zeros(2), dt_bias=torch.zeros(3)), "dt_bias", "H * K = 256"),
-        (dict(A_log=torch.zeros(2)), "A_log", "use_gate_in_kernel=True"),
         (dict(lower_bound=1.0), "lower_bound", "negative"),
         (dict(cu_seqlens=torch.tensor([0, 50, 90])), "cu_seqlens", "from 0 to T = 100"),
         (dict(cu_seqlens=torch.tensor([0.0, 100.0])), "cu_seqlens", "int32 or int64"),
@@ -103,3 +102,8 @@ def test_host_copy_of_cu_seqlens_is_checked_and_used():
 def test_zero_length_sequences_keep_their_state():
     p = api.plan(1, 100, 2, [0, 0, 100, 100])
     assert p.lengths == (0, 100, 0) and p.padded_t == 128
+
+
+def test_gate_parameters_without_the_in_kernel_gate_are_ignored_as_fla_ignores_them():
+    with pytest.raises(ValueError, match="^q must be on an sm_90"):  # past every argument check
+        api.chunk_kda(**_args(A_log=torch.zeros(2), dt_bias=torch.zeros(7), lower_bound=-5.0))
