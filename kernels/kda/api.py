@@ -53,7 +53,7 @@ class Plan:
     lengths: tuple  # tokens of each sequence
     padded_t: int  # every sequence padded to this many tokens
     intra_grid: tuple  # (chunks, heads, sequences)
-    chain_grid: tuple  # (value slices, heads, sequences)
+    chain_grid: tuple  # (heads x value slices, sequences)
 
     @property
     def chunks(self):
@@ -69,7 +69,7 @@ def plan(batch, tokens, heads, cu_seqlens=None):
         lengths = tuple(b - a for a, b in zip(bounds, bounds[1:]))
     padded = max(CHUNK, -(-max(lengths) // CHUNK) * CHUNK)
     n = len(lengths)
-    return Plan(n, heads, lengths, padded, (padded // CHUNK, heads, n), (HEAD // schedules.HALF, heads, n))
+    return Plan(n, heads, lengths, padded, (padded // CHUNK, heads, n), (heads * (HEAD // schedules.HALF), n))
 
 
 def _fail(name, what):
@@ -229,7 +229,7 @@ def _forward(q, k, v, g, beta, scale, initial_state, use_qk_l2norm, use_gate, A_
     intra, chain = _runners(float(scale))
     flat = lambda t: t.reshape(n * tp, H * HEAD)  # noqa: E731  [N, T, H, K] -> [N T, H K], no copy
     intra(q=flat(qp), k=flat(kp), v=flat(vp), g=flat(gp), beta=bp.transpose(1, 2).contiguous(), **ws)
-    chain(h0t=h0t, o=flat(o), ht=ht, **ws)
+    chain(h0t=h0t, o=o.view(n, tp, H * HEAD), ht=ht, **ws)
     return _unpad(o, p, varlen, T), ht.transpose(-1, -2)
 
 

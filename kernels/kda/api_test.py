@@ -17,7 +17,7 @@ def _args(B=1, T=100, H=2, K=128, V=128, **kw):
 def test_plan_pads_every_sequence_to_whole_chunks():
     p = api.plan(2, 100, 3)
     assert p.lengths == (100, 100) and p.padded_t == 128 and p.chunks == 2
-    assert p.intra_grid == (2, 3, 2) and p.chain_grid == (2, 3, 2)
+    assert p.intra_grid == (2, 3, 2) and p.chain_grid == (6, 2)
 
 
 def test_varlen_plan_runs_each_sequence_as_a_row_of_the_longest():

@@ -247,13 +247,13 @@ def chain_sm90a(stages=2, name="kda_chain_sm90a"):
     _contract(
         kb,
         "per (b, h) and value slice, from St = h0t[b, h] (S^T) and for each chunk c: U = ut + wneg S,"
-        " o[b T + c 64 + i, h V + v] = (qg S + pm U)[i, v], St = St diag(gl[b, h, c]) + U^T kd; ht[b, h] = final St",
+        " o[b, c 64 + i, h V + v] = (qg S + pm U)[i, v], St = St diag(gl[b, h, c]) + U^T kd; ht[b, h] = final St",
     )
     ws = _workspace(kb, B, H, T, access="read")
     h0t = kb.tensor("h0t", "f32", [B, H, HEAD, HEAD], doc="initial state transposed, S^T [V, K]")
-    o = kb.tensor("o", "bf16", [B * T, H * HEAD], access="write", doc="outputs [B, T, H, V] as [B T, H V]")
+    o = kb.tensor("o", "bf16", [B, T, H * HEAD], access="write", doc="outputs [B, T, H, V] as [B, T, H V]")
     ht = kb.tensor("ht", "f32", [B, H, HEAD, HEAD], access="write", doc="final state transposed, S^T [V, K]")
-    kb.grid(HEAD // HALF, H, B)
+    kb.grid(H * (HEAD // HALF), B)  # block.x = h * 2 + (value slice): its 64 output columns are block.x * 64
 
     sw = kb.shared("sw", "bf16", [C, HEAD], stages=stages, swizzle="128b")
     su0 = kb.shared("su0", "bf16", [C, HALF], stages=stages, swizzle="128b")
@@ -271,7 +271,8 @@ def chain_sm90a(stages=2, name="kda_chain_sm90a"):
     empty = kb.mbarrier("empty", arrivals=128, count=stages)
     wg = kb.named_barrier("wg", threads=128)
     kb.pipeline("ring", stages, full, empty, [sw, su0, sp, sqg, skd, sgl], producer="load", consumers=["mma"])
-    vs, h, b = block.x, block.y, block.z
+    slices = HEAD // HALF
+    vs, h, b = block.x % slices, block.x // slices, block.y
     n_chunks = T // C
 
     with kb.role("load", "producer", warps=1) as r:
@@ -307,7 +308,7 @@ def chain_sm90a(stages=2, name="kda_chain_sm90a"):
             r.mma("wgmma", sU.all, skd[s], St.all, accumulate=1, a_major="mn", b_major="mn")  # St += U^T kd
             r.mma_wait(0)
             r.arrive(empty.round(c))
-            r.copy(O.all, o[b * T + c * C, h * HEAD + vs * HALF])
+            r.copy(O.all, o[b, c * C, block.x * HALF])
             r.copy(St.all, sS.all)
             _publish(r, wg)
         r.copy(St.all, ht[b, h, vs * HALF, 0])

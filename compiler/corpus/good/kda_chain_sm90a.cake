@@ -1,6 +1,6 @@
 kernel kda_chain_sm90a {
   contract {
-    math: "per (b, h) and value slice, from St = h0t[b, h] (S^T) and for each chunk c: U = ut + wneg S, o[b T + c 64 + i, h V + v] = (qg S + pm U)[i, v], St = St diag(gl[b, h, c]) + U^T kd; ht[b, h] = final St"
+    math: "per (b, h) and value slice, from St = h0t[b, h] (S^T) and for each chunk c: U = ut + wneg S, o[b, c 64 + i, h V + v] = (qg S + pm U)[i, v], St = St diag(gl[b, h, c]) + U^T kd; ht[b, h] = final St"
     reference: "kernels.kda.reference.forward"
     symbol B { min: 1  max: 65536  doc: "batch (sequences)" }
     symbol H { min: 1  max: 1024  doc: "heads" }
@@ -10,7 +10,7 @@ kernel kda_chain_sm90a {
     tolerance: 0.01
   }
   target: sm_90a
-  launch { grid: [2, H, B] }
+  launch { grid: [H * 2, B] }
   param wneg {
     kind: tensor
     dtype: bf16
@@ -70,10 +70,10 @@ kernel kda_chain_sm90a {
   param o {
     kind: tensor
     dtype: bf16
-    shape: [B * T, H * 128]
+    shape: [B, T, H * 128]
     access: write
     align_bytes: 16
-    doc: "outputs [B, T, H, V] as [B T, H V]"
+    doc: "outputs [B, T, H, V] as [B, T, H V]"
   }
   param ht {
     kind: tensor
@@ -124,27 +124,31 @@ kernel kda_chain_sm90a {
           mbarrier_wait { barrier: empty@round(c) }
           mbarrier_expect_tx { barrier: full@round(c)  bytes: 66048 }
           tma_load {
-            src: wneg[block.z, block.y, c * 64, 0]
+            src: wneg[block.y, block.x / 2, c * 64, 0]
             dst: sw@(c % 2)
             barrier: full@round(c)
           }
           tma_load {
-            src: ut[block.z, block.y, c * 64, block.x * 64]
+            src: ut[block.y, block.x / 2, c * 64, block.x % 2 * 64]
             dst: su0@(c % 2)
             barrier: full@round(c)
           }
-          tma_load { src: pm[block.z, block.y, c * 64, 0]  dst: sp@(c % 2)  barrier: full@round(c) }
           tma_load {
-            src: qg[block.z, block.y, c * 64, 0]
+            src: pm[block.y, block.x / 2, c * 64, 0]
+            dst: sp@(c % 2)
+            barrier: full@round(c)
+          }
+          tma_load {
+            src: qg[block.y, block.x / 2, c * 64, 0]
             dst: sqg@(c % 2)
             barrier: full@round(c)
           }
           tma_load {
-            src: kd[block.z, block.y, c * 64, 0]
+            src: kd[block.y, block.x / 2, c * 64, 0]
             dst: skd@(c % 2)
             barrier: full@round(c)
           }
-          tma_load { src: gl[block.z, block.y, c, 0]  dst: sgl@(c % 2)  barrier: full@round(c) }
+          tma_load { src: gl[block.y, block.x / 2, c, 0]  dst: sgl@(c % 2)  barrier: full@round(c) }
         }
       }
     }
@@ -153,7 +157,7 @@ kernel kda_chain_sm90a {
     kind: consumer
     warpgroups: 1
     block_sync {}
-    copy { src_global: h0t[block.z, block.y, block.x * 64, 0]  dst_tile: St }
+    copy { src_global: h0t[block.y, block.x / 2, block.x % 2 * 64, 0]  dst_tile: St }
     copy { src_tile: St  dst_tile: sS }
     fence { kind: proxy_async }
     named_barrier_sync { barrier: "wg" }
@@ -171,11 +175,11 @@ kernel kda_chain_sm90a {
       mma { kind: wgmma  a: sU  b: skd@(c % 2)  acc: St  a_major: mn  b_major: mn  accumulate: 1 }
       mma_wait {}
       mbarrier_arrive { barrier: empty@round(c) }
-      copy { src_tile: O  dst_global: o[block.z * T + c * 64, block.y * 128 + block.x * 64] }
+      copy { src_tile: O  dst_global: o[block.y, c * 64, block.x * 64] }
       copy { src_tile: St  dst_tile: sS }
       fence { kind: proxy_async }
       named_barrier_sync { barrier: "wg" }
     }
-    copy { src_tile: St  dst_global: ht[block.z, block.y, block.x * 64, 0] }
+    copy { src_tile: St  dst_global: ht[block.y, block.x / 2, block.x % 2 * 64, 0] }
   }
 }
