@@ -13,7 +13,7 @@ DEPTHS = [{"stages": 1}, {"stages": 2}, {"stages": 4}]
 def test_property_every_ring_changes_depth():
     applied = testing.check("ring_depth", DEPTHS)
     programs = {p for p, _, _ in applied}
-    assert {"kmeans_assign_sm90a", "gemm_sm90a", "knn_rows_sm90a", "kda_chunk_fwd_sm90a",
+    assert {"kmeans_assign_sm90a", "gemm_sm90a", "knn_rows_sm90a", "kda_chain_sm90a",
             "kmeans_assign_sm90a_tuned", "kmeans_assign_naive+loads_to_tma"} <= programs
     for _, args, out in applied:
         p = out.pipelines[0]

@@ -17,7 +17,7 @@ import sys
 from compiler.ir.text import print_kernel
 from kernels.gemm.naive import gemm_naive
 from kernels.gemm.schedules import gemm_sm80, gemm_sm90a, gemm_sm100a
-from kernels.kda.schedules import chunk_fwd_sm90a
+from kernels.kda import schedules as kda
 from kernels.kmeans import naive as kmeans_naive
 from kernels.kmeans import schedules as kmeans
 from kernels.kmeans import tuned as kmeans_tuned
@@ -49,7 +49,8 @@ GOOD = {
     "knn_merge": knn.merge,
     "knn_rows_sm80": knn.rows_sm80,
     "knn_rows_sm100a": knn.rows_sm100a,
-    "kda_chunk_fwd_sm90a": chunk_fwd_sm90a,
+    "kda_intra_sm90a": kda.intra_sm90a,
+    "kda_chain_sm90a": kda.chain_sm90a,
 }
 
 

@@ -97,8 +97,13 @@ def test_a_server_whose_parent_blocked_the_signal_still_stops_on_it(sig, tmp_pat
         preexec_fn=lambda: signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM, signal.SIGINT}))
     try:
         line = p.stdout.readline()
-        err.seek(0)
-        assert line.strip().isdigit(), "the server did not print its port; its log:\n" + err.read()[-4000:]
+        if not line.strip().isdigit():
+            try:
+                code = p.wait(10)
+            except subprocess.TimeoutExpired:
+                code = "none yet (still running)"
+            err.seek(0)
+            pytest.fail("the server did not print its port (exit code %s); its log:\n%s" % (code, err.read()[-4000:]))
         p.send_signal(sig)
         assert p.wait(30) == 0
     finally:

@@ -1,1 +1,1 @@
-"""Kimi Delta Attention forward: recurrent and chunked torch oracles and a CAKE IR chunk schedule."""
+"""Kimi Delta Attention forward: torch oracles, the two CAKE IR kernels and chunk_kda in fla's interface."""

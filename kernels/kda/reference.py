@@ -99,3 +99,26 @@ def random_inputs(B, H, T, K, V, generator, dtype=torch.bfloat16, gate_bound=2.0
     g = -gate_bound * torch.sigmoid(randn(B, H, T, K))
     beta = torch.sigmoid(randn(B, H, T))
     return q, k, v, g, beta
+
+
+def token_first(q, k, v, g, beta, scale=None, initial_state=None, cu_seqlens=None, dtype=torch.float32, algo="recurrent"):
+    """fla's layout: q, k [B, T, H, K], v [B, T, H, V], g [B, T, H, K], beta [B, T, H], states [N, H, K, V].
+
+    Activated inputs (log-space gates, beta probabilities, q and k as given). Returns (o [B, T, H, V],
+    final state [N, H, K, V]) in `dtype`; with `cu_seqlens` (B = 1) each sequence runs from its own
+    initial state. `algo` is "recurrent" (the ground truth) or "chunked" (use float64 there: its
+    mid-chunk reference row overflows float32 at saturated gates).
+    """
+    run = recurrent if algo == "recurrent" else chunked
+    bounds = [0, q.shape[1]] if cu_seqlens is None else [int(x) for x in cu_seqlens]
+    outs, finals = [], []
+    for n, (a, b) in enumerate(zip(bounds, bounds[1:])):
+        sl = slice(None) if cu_seqlens is None else slice(0, 1)
+        head_first = [t[sl, a:b].transpose(1, 2) for t in (q, k, v, g, beta)]
+        s0 = None
+        if initial_state is not None:
+            s0 = initial_state if cu_seqlens is None else initial_state[n : n + 1]
+        o, s = run(*head_first, scale=scale, initial_state=s0, dtype=dtype)
+        outs.append(o.transpose(1, 2))
+        finals.append(s)
+    return torch.cat(outs, 1), torch.cat(finals, 0)

@@ -56,3 +56,17 @@ def test_forward_is_float32_on_the_kernels_inputs():
     assert o.dtype == torch.float32 and o.shape == (1, 1, 64, 16)
     want = ref.recurrent(q, k, v, g, beta)[0]
     assert _rel(o.double(), want) < 1e-6
+
+
+def test_token_first_is_the_head_first_recurrence_per_sequence():
+    q, k, v, g, beta = _inputs(T=40, K=8, V=4, H=3)
+    tf = [t.transpose(1, 2) for t in (q, k, v, g, beta)]  # [1, T, H, ...]
+    S0 = torch.randn(2, 3, 8, 4, dtype=torch.float64, generator=torch.Generator().manual_seed(3))
+    o, S = ref.token_first(*tf, initial_state=S0, cu_seqlens=[0, 15, 40], dtype=torch.float64)
+    for n, (a, b) in enumerate(((0, 15), (15, 40))):
+        o_n, S_n = ref.recurrent(q[:, :, a:b], k[:, :, a:b], v[:, :, a:b], g[:, :, a:b], beta[:, :, a:b],
+                                 initial_state=S0[n : n + 1])
+        torch.testing.assert_close(o[:, a:b], o_n.transpose(1, 2))
+        torch.testing.assert_close(S[n : n + 1], S_n)
+    o_c, S_c = ref.token_first(*tf, initial_state=S0, cu_seqlens=[0, 15, 40], dtype=torch.float64, algo="chunked")
+    assert _rel(o_c, o) < 1e-10 and _rel(S_c, S) < 1e-10

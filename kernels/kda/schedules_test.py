@@ -1,45 +1,59 @@
-"""KDA chunk schedule: builds for its parameters, and its products are the chunked oracle's."""
+"""KDA schedules: both phases verify clean and fit at K = V = 128; their products are the chunk algorithm's."""
 
 import pytest
 from cake.ir.v1 import ir_pb2
 
+from compiler import verify
 from compiler.ir.paths import walk
-from kernels.kda.schedules import chunk_fwd_sm90a
+from compiler.ir.smem_layout import layout
+from compiler.lower import lower
+from kernels.kda import schedules
 
 
 def _ops(kernel, kind):
     return [getattr(n, kind) for _, n in walk(kernel) if isinstance(n, ir_pb2.Op) and n.WhichOneof("kind") == kind]
 
 
-@pytest.mark.parametrize("head_k, stages", [(64, 2), (64, 3), (128, 1)])
-def test_builds_with_the_ring_of_the_chunk_inputs(head_k, stages):
-    k = chunk_fwd_sm90a(head_k=head_k, stages=stages)
-    (ring,) = k.pipelines
-    assert list(ring.regions) == ["sq", "sk", "sv", "sg"] and ring.stages == stages
-    full = next(b for b in k.barriers if b.name == "full")
-    assert full.tx_bytes == 64 * head_k * 2 * 2 + 64 * 64 * 2 + 64 * head_k * 4
-    assert next(s for s in k.contract.symbols if s.name == "K").value == head_k
+@pytest.mark.parametrize("build", [schedules.intra_sm90a, schedules.chain_sm90a, lambda: schedules.chain_sm90a(stages=1)])
+def test_verifies_without_findings(build):
+    assert [verify.format_diagnostic(d) for d in verify.verify(build())] == []
 
 
-def test_chunk_products_scan_and_solve():
-    k = chunk_fwd_sm90a()
-    mmas = [(m.a.region, m.b.region, m.acc.region) for m in _ops(k, "mma")]
-    assert mmas == [
-        ("skp", "skm", "acc1"),  # A
-        ("sqp", "skm", "acc2"),  # P
-        ("sT", "skbg", "Y"),  # W
-        ("sT", "svb", "acc2"),  # U = T (beta v) ...
-        ("sW", "sS", "acc2"),  # ... - W S
-        ("sqg", "sS", "acc1"),  # O = qg S ...
-        ("sP", "sU", "acc1"),  # ... + P U
-        ("sU", "skd", "St"),  # St += U^T kd
-    ]
+def test_intra_phase_sums_four_causal_sub_chunk_products_over_two_warpgroups():
+    k = schedules.intra_sm90a()
+    assert [r.name for r in k.roles] == ["load", "wa", "wb"]
+    mmas = [(m.a.region, m.b.region, m.acc.region, m.accumulate.int) for m in _ops(k, "mma")]
+    # wa: A over the four 16-token row blocks (the first overwrites), then W per 64-column half;
+    # wb: P alike, then U per half.
+    assert mmas == (
+        [("skp", "skm", "A_wa", int(i > 0)) for i in range(4)] + [("sT", "skbg", "W_wa", 0)] * 2
+        + [("sqp", "skm", "P_wb", int(i > 0)) for i in range(4)] + [("sT", "svb", "U_wb", 0)] * 2
+    )
     (solve,) = _ops(k, "tri_solve")
-    assert solve.lower and solve.unit_diagonal and not solve.HasField("b")
-    (scan,) = _ops(k, "scan")
-    assert scan.axis == 0 and not scan.exclusive and scan.dst.region == "sG"
+    assert solve.lower and solve.unit_diagonal and solve.a.region == "sA" and solve.x.region == "A_wa"
+    # Every left factor's exponent is capped at 0 and every right factor's clamped.
+    mins = [e.srcs[1].imm for e in _ops(k, "elementwise") if e.op == ir_pb2.ELEMENTWISE_OP_MIN]
+    assert mins == [0.0, 0.0, schedules.CLAMP] * 8
+    assert k.launch.grid[0].binary.rhs.int == schedules.C  # one block per chunk
 
 
-def test_value_dim_other_than_64_is_refused():
-    with pytest.raises(AssertionError, match="one warpgroup"):
-        chunk_fwd_sm90a(head_v=128)
+def test_chain_carries_the_transposed_state_through_four_products_per_chunk():
+    k = schedules.chain_sm90a()
+    mmas = [(m.a.region, m.b.region, m.acc.region) for m in _ops(k, "mma")]
+    assert mmas == [("sw", "sS", "U"), ("sqg", "sS", "O"), ("sp", "sU", "O"), ("sU", "skd", "St")]
+    (ring,) = k.pipelines
+    assert list(ring.regions) == ["sw", "su0", "sp", "sqg", "skd", "sgl"]
+    full = next(b for b in k.barriers if b.name == "full")
+    assert full.tx_bytes == 64 * 128 * 2 * 3 + 64 * 64 * 2 + 64 * 64 * 2 + 128 * 4
+
+
+@pytest.mark.parametrize("stages, blocks_per_sm", [(2, 1), (1, 2)])
+def test_chain_ring_depth_sets_blocks_per_sm(stages, blocks_per_sm):
+    total = layout(schedules.chain_sm90a(stages=stages)).total
+    assert (232448 // total) == blocks_per_sm
+
+
+def test_intra_phase_lowers_its_inverse_blocked_and_its_cumsum_per_column():
+    source = lower(schedules.intra_sm90a()).source
+    assert "diagonal blocks inverted" in source
+    assert source.count("for (int l = cake_thread; l < 64; l += 128)") == 2  # each warpgroup scans half the columns

@@ -216,7 +216,7 @@ def test_self_knn_with_wide_k():
 
 
 @pytest.mark.gpu
-def test_every_variant_that_fits_passes_the_oracle():
+def test_variants_that_fit_pass_the_oracle():
     import torch
 
     from kernels.knn import api, variants
@@ -225,10 +225,14 @@ def test_every_variant_that_fits_passes_the_oracle():
     from runtime import distributions
 
     shape = {"B": 1, "Q": 150, "M": 80_000, "D": 64, "k": 12, "metric": "l2"}
-    fitting = variants.admitted(1, 150, 80_000, 64, 12)
+    fitting = sorted(variants.admitted(1, 150, 80_000, 64, 12), key=lambda v: v.name)
     assert len(fitting) >= 8
+    # Each layout and tile once, unseeded and seeded in turn ("+noseed" sorts before "+seed"): every
+    # variant compiles its own kernels, so the whole family would take minutes.
+    chosen = [fitting[2 * j + j % 2] for j in range(len(fitting) // 2)]
+    assert {v.seed for v in chosen} == {False, True}
     contract = knn_contract([shape], torch.bfloat16, (distributions.NORMAL, distributions.CLUSTERED))
-    for v in fitting:
+    for v in chosen:
         def launch(outputs, inputs, v=v):
             dist, idx = api.knn(inputs[0], inputs[1], 12, config=v.name)
             outputs[0].copy_(dist)

@@ -1,0 +1,63 @@
+"""Math printers: shared scans run one running sum per line; an inverse into registers is blocked; refusals name paths."""
+
+import re
+
+import pytest
+
+from compiler.ir.builder import KernelBuilder
+from compiler.lower import LoweringError, lower
+
+
+def _solve_and_scan(shape=(64, 128), dst_shape=None, axis=0, into_shared=False):
+    """One compute warpgroup: a scan of a shared tile and the inverse of a lower-triangular tile into registers."""
+    k = KernelBuilder("math", target="sm_90a")
+    k.contract(math="y = cumsum(x); t = inverse(a)", reference="none", metric="rel_l2", tolerance=1e-5)
+    src = k.shared("src", "f32", list(shape))
+    dst = k.shared("dst", "f32", list(dst_shape or shape))
+    a = k.shared("a", "f32", [64, 64])
+    t = k.shared("t", "f32", [64, 64]) if into_shared else k.registers("t", "f32", [64, 64], layout="wgmma_acc", owner="c")
+    with k.role("c", "compute", warpgroups=1) as r:
+        r.fill(src.all, 1.0)
+        r.fill(a.all, 0.5)
+        r.block_sync()
+        r.scan(src.all, dst.all, axis, "role")
+        r.tri_solve(a.all, t.all, lower=True, unit_diagonal=True)
+    return k.build()
+
+
+def _body(source, op):
+    """The lines printed for the first op of kind `op`, up to the next op's IR path comment."""
+    start = source.index("].%s\n" % op)
+    end = source.find("// kernel.roles", start + 1)
+    return source[start:end]
+
+
+def test_shared_scan_is_one_running_sum_per_column():
+    body = _body(lower(_solve_and_scan()).source, "scan")
+    assert "for (int l = cake_thread; l < 128; l += 128)" in body
+    assert "for (int k = 0; k < 64; ++k)" in body and "run += x;" in body
+    assert body.count("for (") == 2  # each element is read once: no per-element prefix loop
+
+
+def test_scan_along_rows_walks_each_row():
+    body = _body(lower(_solve_and_scan(axis=1)).source, "scan")
+    assert "for (int l = cake_thread; l < 64; l += 128)" in body and "k < 128" in body
+
+
+def test_scan_into_another_shape_is_refused_at_its_path():
+    with pytest.raises(LoweringError) as e:
+        lower(_solve_and_scan(dst_shape=(64, 64)))
+    assert e.value.path == "kernel.roles[0].body[3].scan"
+
+
+def test_inverse_into_registers_is_blocked_by_16_rows():
+    body = _body(lower(_solve_and_scan()).source, "tri_solve")
+    assert "const int i0 = (j / 16) * 16;" in body  # diagonal blocks by substitution
+    # three distances between the four 16-row blocks, each two element-parallel products
+    assert len(re.findall(r"block sums of distance \d stored", body)) == 3
+    assert "blocks of distance 3 stored" in body
+
+
+def test_inverse_into_shared_memory_is_a_substitution():
+    body = _body(lower(_solve_and_scan(into_shared=True)).source, "tri_solve")
+    assert "i0" not in body and "for (int k = 0; k < i; ++k)" in body
