@@ -294,6 +294,8 @@ class _Walker:
         if region is None or len(region.shape) < 2:
             return None, None
         shape = shapes.tile_shape(ref, region)
+        if len(shape) < 2:  # a window short of the region's dims (the verifier's error)
+            return None, None
         return max(0, shapes.mma_dims(shape, major)[1]), region.dtype
 
     def _tmem_load(self, op, role):
