@@ -85,7 +85,11 @@ def hanging_nvcc(tmp_path):
 
 
 def test_after_sigkill_the_next_server_removes_the_build_directory_and_kills_orphaned_nvcc(tmp_path, hanging_nvcc):
-    first = LocalServer(cache_dir=tmp_path / "cache", env={"CUDA_HOME": hanging_nvcc}).start()
+    # A build root of this test's own (the default is shared by every server on the machine, under the temp
+    # dir): another test's server starting meanwhile would reap the dead server's directory first.
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    first = LocalServer(cache_dir=tmp_path / "cache", env={"CUDA_HOME": hanging_nvcc, "TMPDIR": str(tmp)}).start()
     try:
         future = CompilerClient(first.address, retries=0).stub.Compile.future(
             _compile_request(copy_program("orphan")), timeout=120)
@@ -104,7 +108,7 @@ def test_after_sigkill_the_next_server_removes_the_build_directory_and_kills_orp
         _wait_for(lambda: not any(_alive(p) for p in helpers), timeout=10)  # workers die with the server
     finally:
         first.stop()
-    with LocalServer(cache_dir=tmp_path / "cache") as second:
+    with LocalServer(cache_dir=tmp_path / "cache", env={"TMPDIR": str(tmp)}) as second:
         [reaped] = _log(second, "reaped")
         assert reaped["directories"] >= 1 and reaped["processes"] >= 2
         assert not os.path.exists(build_dir)
