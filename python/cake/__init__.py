@@ -4,10 +4,11 @@
     labels = cake.kmeans_assign(x, c)                 # nearest centroid of each point, int32
     centroids, labels = cake.kmeans(x, k=1024, iters=20)
     dist, idx = cake.knn(q, x, 10)                    # exact k nearest neighbours (l2, ip, cosine)
+    o, state = cake.chunk_kda(q, k, v, g, beta, output_final_state=True)   # fla's chunk_kda interface
 
 The ops are torch custom ops (`cake::...`) with fake implementations; bad arguments are
 a ValueError naming the argument. KMeans' kernels ship prebuilt for the GPUs they
-support (sm_90a today; others, and KNN's, compile on first use with nvcc, or raise
+support (sm_90a today; others, and KNN's and KDA's, compile on first use with nvcc, or raise
 UnsupportedDevice naming your GPU's compute capability). Importing `cake` is cheap: an
 op's module, and torch, load when the op is first used.
 
@@ -28,6 +29,7 @@ OPS = {
     "kmeans_update": "kernels.kmeans.api",
     "knn": "kernels.knn.api",
     "KnnIndex": "kernels.knn.api",
+    "chunk_kda": "kernels.kda.api",
 }
 
 __all__ = sorted(OPS) + ["__version__"]
