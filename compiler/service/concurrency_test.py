@@ -1,7 +1,6 @@
 """Concurrency: 32 clients compiling distinct programs, a full compile queue, retries on RetryInfo."""
 
 import concurrent.futures
-import json
 import time
 
 import grpc
@@ -45,8 +44,7 @@ def test_32_clients_compile_distinct_programs(tmp_path):
 def _wait_for_event(server, event, count=1, timeout=60.0):
     end = time.monotonic() + timeout
     while time.monotonic() < end:
-        lines = [json.loads(l) for l in server.log().splitlines() if l.startswith("{")]
-        if sum(1 for l in lines if l.get("event") == event) >= count:
+        if len(server.events(event)) >= count:
             return
         time.sleep(0.02)
     raise AssertionError("no %r in the server log:\n%s" % (event, server.log()))
@@ -84,7 +82,7 @@ def test_a_job_whose_deadline_passes_in_the_queue_is_never_started(tmp_path):
                 cc.compile(copy_program("deadline_queued", 8), timeout=0.3)
             first.result()
         time.sleep(0.2)
-        started = [json.loads(l).get("kernel") for l in cc.server.log().splitlines() if "compile_started" in l]
+        started = [r.get("kernel") for r in cc.server.events("compile_started")]
     assert e.value.code == grpc.StatusCode.DEADLINE_EXCEEDED
     assert started == ["deadline_first"]
 

@@ -1,7 +1,6 @@
 """The server process: health, reflection, graceful SIGTERM, bind policy, bearer tokens and TLS."""
 
 import concurrent.futures
-import json
 import os
 import shutil
 import signal
@@ -20,10 +19,6 @@ from compiler.service.local import ROOT, LocalServer
 from compiler.testing.service_programs import copy_program
 
 SERVICE = "cake.compiler.v1.CompilerService"
-
-
-def _events(server, event):
-    return [r for r in (json.loads(l) for l in server.log().splitlines() if l.startswith("{")) if r.get("event") == event]
 
 
 def _wait_for(predicate, timeout=60.0):
@@ -60,7 +55,7 @@ def test_sigterm_during_a_compile_finishes_it_and_exits_0(tmp_path):
                                                               timeout=90)
             assert next(watch).status == health_pb2.HealthCheckResponse.SERVING
             compile_call = pool.submit(cc.compile, copy_program("sigterm", 8))
-            _wait_for(lambda: _events(server, "compile_started"))
+            _wait_for(lambda: server.events("compile_started"))
             start = time.monotonic()
             server.process.send_signal(signal.SIGTERM)
             assert next(watch).status == health_pb2.HealthCheckResponse.NOT_SERVING
@@ -69,7 +64,7 @@ def test_sigterm_during_a_compile_finishes_it_and_exits_0(tmp_path):
             assert server.process.wait(30) == 0
         assert result.compiled.cubin and result.compiled.launch.symbol == "cake_sigterm"
         assert time.monotonic() - start < 30
-        [stopped] = _events(server, "stopped")
+        [stopped] = server.events("stopped")
         assert stopped["drained"]
         with pytest.raises(CompilerServiceError) as e:  # gone: UNAVAILABLE, retried, then raised
             CompilerClient(server.address, timeout=2, retries=1).list_rules()

@@ -1,7 +1,6 @@
 """Per-request limits and cancellation against a real server: each limit has its own status, and a call
 that ends (deadline, cancellation, limit) stops its work."""
 
-import json
 import os
 import time
 
@@ -16,11 +15,6 @@ from cake.compiler.v1 import compiler_service_pb2_grpc as pb_grpc
 from compiler.service.client import CompilerServiceError
 from compiler.service.local import LocalServer
 from compiler.testing.service_programs import copy_program, padded_program
-
-
-def _log(server, event):
-    return [r for r in (json.loads(l) for l in server.log().splitlines() if l.startswith("{"))
-            if r.get("event") == event]
 
 
 def _wait_for(predicate, timeout=30.0):
@@ -122,7 +116,7 @@ def test_a_stage_past_its_limit_is_stopped_with_its_own_status(serve, stage, fla
     assert code == grpc.StatusCode.RESOURCE_EXHAUSTED
     assert info.reason == "%s_TIME_LIMIT" % stage.upper() and info.metadata["limit_seconds"] == "0.2"
     assert "--%s-seconds" % stage in message
-    assert [(r["why"], r["stage"]) for r in _log(server, "worker_killed")] == [("stage time limit", stage)]
+    assert [(r["why"], r["stage"]) for r in server.events("worker_killed")] == [("stage time limit", stage)]
     assert _answers(stub)  # a fresh worker took the killed one's place
 
 
@@ -132,7 +126,7 @@ def test_nvcc_past_its_limit_is_killed_with_its_own_status(serve):
     code, message, info = _failure(lambda: stub.Compile(request, timeout=60))
     assert code == grpc.StatusCode.RESOURCE_EXHAUSTED and info.reason == "NVCC_TIME_LIMIT"
     assert "--nvcc-seconds" in message
-    [serving] = _log(server, "serving")
+    [serving] = server.events("serving")
     assert _processes_under(serving["build_dir"]) == [] and os.listdir(serving["build_dir"]) == ["lock"]
 
 
@@ -150,10 +144,10 @@ def test_a_deadline_that_passes_stops_the_work(serve):
     start = time.monotonic()
     code, _, _ = _failure(lambda: stub.Verify(_verify(padded_program(200_000)), timeout=0.5))
     assert code == grpc.StatusCode.DEADLINE_EXCEEDED
-    _wait_for(lambda: _log(server, "worker_killed"))
+    _wait_for(lambda: server.events("worker_killed"))
     assert time.monotonic() - start < 15  # parsing alone takes 3 s on an idle machine, verifying 30 s more
-    assert _log(server, "worker_killed")[0]["why"] == "call ended"
-    verifies = lambda: [r for r in _log(server, "rpc") if r["method"].endswith("/Verify")]  # noqa: E731
+    assert server.events("worker_killed")[0]["why"] == "call ended"
+    verifies = lambda: [r for r in server.events("rpc") if r["method"].endswith("/Verify")]  # noqa: E731
     _wait_for(lambda: len(verifies()) == 2)  # the fixture's, then this one
     rpc = verifies()[-1]
     assert rpc["status"] in ("DEADLINE_EXCEEDED", "CANCELLED")  # never OK
@@ -165,18 +159,18 @@ def test_a_client_that_goes_away_stops_the_work(serve):
     future = stub.Verify.future(_verify(padded_program(200_000)), timeout=60)
     time.sleep(0.5)
     future.cancel()
-    _wait_for(lambda: _log(server, "worker_killed"))
-    assert _log(server, "worker_killed")[0]["why"] == "call ended"
+    _wait_for(lambda: server.events("worker_killed"))
+    assert server.events("worker_killed")[0]["why"] == "call ended"
 
 
 def test_a_compile_whose_client_goes_away_kills_nvcc(serve):
     server, stub = serve()
     future = stub.Compile.future(pb.CompileRequest(program=pb.Program(text=copy_program("gone", 8))), timeout=60)
-    _wait_for(lambda: _log(server, "compile_started"))
+    _wait_for(lambda: server.events("compile_started"))
     future.cancel()
-    _wait_for(lambda: _log(server, "compile_finished"))
-    [serving] = _log(server, "serving")
-    assert _log(server, "compile_finished")[0]["outcome"] == "failed"
+    _wait_for(lambda: server.events("compile_finished"))
+    [serving] = server.events("serving")
+    assert server.events("compile_finished")[0]["outcome"] == "failed"
     _wait_for(lambda: _processes_under(serving["build_dir"]) == [])
 
 

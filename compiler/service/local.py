@@ -11,6 +11,7 @@ compile_workers=1 -> --compile-workers 1, insecure_allow_remote=True -> the bare
 flag; None and False are left out.
 """
 
+import json
 import os
 import subprocess
 import sys
@@ -74,6 +75,11 @@ class LocalServer:
         """The server's stderr so far."""
         with open(self.log_path, encoding="utf-8", errors="replace") as f:
             return f.read()
+
+    def events(self, event):
+        """The server's structured log records (its JSON lines) of `event` so far."""
+        records = (json.loads(line) for line in self.log().splitlines() if line.startswith("{"))
+        return [r for r in records if r.get("event") == event]
 
     def stop(self, timeout=60.0):
         """SIGTERM the server and wait for it (kill it after `timeout` seconds); its exit code."""

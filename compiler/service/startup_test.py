@@ -1,7 +1,6 @@
 """What a server does when it starts: cleans up after a killed server, refuses an unwritable cache (or runs
 without one when told), says whether it can compile through health, and serves reflection v1 and v1alpha."""
 
-import json
 import os
 import signal
 import subprocess
@@ -20,11 +19,6 @@ from compiler.service.local import ROOT, LocalServer
 from compiler.testing.service_programs import copy_program
 
 SERVICE = "cake.compiler.v1.CompilerService"
-
-
-def _log(server, event):
-    return [r for r in (json.loads(l) for l in server.log().splitlines() if l.startswith("{"))
-            if r.get("event") == event]
 
 
 def _wait_for(predicate, timeout=60.0):
@@ -93,8 +87,8 @@ def test_after_sigkill_the_next_server_removes_the_build_directory_and_kills_orp
     try:
         future = CompilerClient(first.address, retries=0).stub.Compile.future(
             _compile_request(copy_program("orphan")), timeout=120)
-        _wait_for(lambda: _log(first, "compile_started"))
-        [serving] = _log(first, "serving")
+        _wait_for(lambda: first.events("compile_started"))
+        [serving] = first.events("serving")
         build_dir = serving["build_dir"]
         _wait_for(lambda: len(_processes_under(build_dir)) >= 2)  # nvcc and its child
         orphans = _processes_under(build_dir)
@@ -109,7 +103,7 @@ def test_after_sigkill_the_next_server_removes_the_build_directory_and_kills_orp
     finally:
         first.stop()
     with LocalServer(cache_dir=tmp_path / "cache", env={"TMPDIR": str(tmp)}) as second:
-        [reaped] = _log(second, "reaped")
+        [reaped] = second.events("reaped")
         assert reaped["directories"] >= 1 and reaped["processes"] >= 2
         assert not os.path.exists(build_dir)
         _wait_for(lambda: not any(_alive(p) for p in orphans), timeout=10)
@@ -146,7 +140,7 @@ def test_an_unwritable_cache_refuses_to_start_and_says_what_to_do(tmp_path):
 
 def test_no_cache_runs_without_one_and_says_so():
     with start_local_server(no_cache=True, timeout=300) as cc:
-        assert _log(cc.server, "no_cache")
+        assert cc.server.events("no_cache")
         program = copy_program("no_cache", 1)
         assert not cc.compile(program).compiled.cache_hit
         assert not cc.compile(program).compiled.cache_hit
