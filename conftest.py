@@ -88,7 +88,10 @@ def _drop_facade():
     the generated namespace package `cake` (.gen: cake.ir.v1, cake.compiler.v1) from every later import, and from
     every subprocess handed this sys.path (a compiler server started by a test). pytest puts python/ there to
     import python/'s test files (and again to set up the cake_build package for its tests)."""
-    sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != FACADE]
+    kept = [p for p in sys.path if os.path.abspath(p or os.curdir) != FACADE]
+    if len(kept) == len(sys.path):
+        return  # not on sys.path, so nothing was imported from it since it last left
+    sys.path[:] = kept
     for name in [m for m in sys.modules if m == "cake" or m.startswith("cake.")]:
         if _under_facade(getattr(sys.modules[name], "__file__", None)):
             del sys.modules[name]
