@@ -3,6 +3,7 @@
     cal = load()                                   # calibration.json beside this file
     new = fit(measurements, cal)                   # measurements: [(features, seconds), ...]
     save(cal.updated(new, version="h200-2025-06-01"), path)
+    r = refit(measurements, held_out, cal, "v2")   # the refitted Calibration, errors before and after
 
 A measurement pairs the features model.features() gives for a kernel (at its
 shapes, on its device) with the kernel's measured time. `fit` minimizes the sum of
@@ -12,10 +13,12 @@ Gauss-Newton (Levenberg-Marquardt) with finite-difference derivatives: numpy
 only, and robust to the formula's max/min kinks.
 """
 
+import collections
 import dataclasses
 import functools
 import json
 import math
+import numbers
 import os
 import types
 
@@ -60,8 +63,12 @@ class Calibration:
 
 def parse(data):
     """A Calibration from a calibration file's parsed JSON; ValueError when malformed."""
+    if not isinstance(data, dict) or not isinstance(data.get("constants"), dict):
+        raise ValueError("a calibration is an object with a version and its constants (calibration.json's format)")
     constants, bounds, docs = {}, {}, {}
     for name, entry in data["constants"].items():
+        if not isinstance(entry, dict):
+            raise ValueError("calibration constant %s: expected value, min, max and doc" % name)
         if set(entry) != {"value", "min", "max", "doc"}:
             raise ValueError("calibration constant %s: expected value, min, max and doc" % name)
         lo, hi, value = float(entry["min"]), float(entry["max"]), float(entry["value"])
@@ -156,3 +163,33 @@ def fit(measurements, calibration=None, keys=None, iterations=100):
         if not improved or converged or r @ r < 1e-24:
             break
     return constants_at(theta)
+
+
+def measurement_problem(features, seconds, constants):
+    """What makes one (features, measured seconds) pair unfit to refit from, or None: a time that is not
+    a positive number, a feature roofline.FEATURES does not name, or a value that is not finite and
+    non-negative, or features that predict no time at all under `constants`."""
+    if isinstance(seconds, bool) or not isinstance(seconds, numbers.Real) or not (math.isfinite(seconds) and seconds > 0):
+        return "measured time must be a positive number of seconds, not %r" % (seconds,)
+    unknown = sorted(set(features) - set(roofline.FEATURES))
+    if unknown:
+        return "unknown features %s (docs/cost_model.md lists them)" % ", ".join(unknown)
+    bad = sorted(n for n, v in features.items() if not (math.isfinite(v) and v >= 0))
+    if bad:
+        return "features %s must be finite and non-negative" % ", ".join(bad)
+    if not roofline.predict(features, constants).seconds > 0:
+        return "the features predict no time at all (launch_s and every other feature are 0)"
+    return None
+
+
+Refit = collections.namedtuple("Refit", "calibration error_before error_after")
+
+
+def refit(measurements, held_out=(), calibration=None, version=None):
+    """Refit(the Calibration refitted to (features, seconds) pairs and named `version` (the starting
+    one's + "+refit" when None), prediction_error on `held_out` (the measurements when empty) under the
+    starting constants, and under the refitted ones). Starts from `calibration` (the default file when None)."""
+    calibration = calibration or load()
+    judged = list(held_out) or list(measurements)
+    fitted = calibration.updated(fit(measurements, calibration), version or calibration.version + "+refit")
+    return Refit(fitted, prediction_error(judged, calibration.constants), prediction_error(judged, fitted.constants))

@@ -10,6 +10,7 @@ code's comment above the failing line, and ptxas' resource report at the roles i
 the request path, `compile_plan` on its compile pool, `package` after):
 
     plan(kernel) -> Plan            lower, hash, the cache key (LoweringError when it cannot lower)
+    source_only(kernel)             the lowering alone as a CompiledKernel: source and launch, no nvcc
     cached(plan, cache)             the cache's entry as a BuildResult, or None
     compile_plan(plan, work_dir)    nvcc in work_dir -> nvcc.CudaArtifacts (NvccError, NvccTimeout, ...);
                                     compile_source(source, target, work_dir) the same from the source alone
@@ -63,6 +64,14 @@ def plan(kernel):
     ctx = lower(kernel)
     digest = ir_hash(kernel)
     return Plan(kernel, ctx, digest, compile_cache.key(digest, ctx.target.name, toolchain_id(), ctx.source))
+
+
+def source_only(kernel):
+    """A CompiledKernel of `kernel`'s lowering alone: target, IR hash, CUDA source and launch metadata, as
+    cakec writes them (no nvcc, no cache); LoweringError when it cannot be lowered."""
+    ctx = lower(kernel)
+    return artifact_pb2.CompiledKernel(target=ctx.target.name, ir_hash=ir_hash(kernel), cuda_source=ctx.source,
+                                       launch=ctx.launch)
 
 
 def cached(p, cache):

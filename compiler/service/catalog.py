@@ -1,4 +1,4 @@
-"""ListTargets and ListRules: the compiler's static tables as responses.
+"""ListTargets and ListRules: the compiler's static tables as responses (and ListRules' with rules given as data).
 
 Targets come from compiler/targets (names, compute capabilities, feature gates)
 joined with its database (compiler/targets/database.py: every device's hardware
@@ -70,9 +70,14 @@ def device_names():
 
 @functools.lru_cache(maxsize=None)
 def list_rules():
+    return rules_response()
+
+
+def rules_response(extra_rules=()):
+    """A ListRulesResponse of the built-in rules, then `extra_rules` (verifier Rule objects)."""
     return service_pb2.ListRulesResponse(
         rules=[
             service_pb2.RuleInfo(id=r.id, category=r.category, severity=r.severity, doc=r.doc, fix_hint=r.fix_hint)
-            for r in RULES
+            for r in list(RULES) + list(extra_rules)
         ]
     )

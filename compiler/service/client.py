@@ -6,7 +6,10 @@
         r = cc.analyze(kernel, {"M": 4096})       # AnalyzeResponse: diagnostics, report, features
         r = cc.analyze(kernel, calibration=cal)   # under other cost-model constants (as data)
         r = cc.compile(kernel, target="sm_90a")   # CompileResponse: diagnostics, compiled
+        r = cc.compile(kernel, source_only=True)  # the lowering alone: CUDA source, launch metadata (no nvcc)
         cc.list_targets(); cc.list_rules(); cc.list_primitives()
+        r = cc.list_rules(extra_rules=rules)      # the built-in rules, then these (checked)
+        r = cc.calibrate([(features, seconds), ...], held_out, calibration=cal, version="v2")   # a refit
         r = cc.measure(kernel, "gemm_bf16")       # MeasureResponse: verdict, timing, machine (--measure servers)
 
     with start_local_server(compile_workers=2) as cc:   # a real server process, torn down after
@@ -178,15 +181,29 @@ class CompilerClient:
         )
         return self._call(self.stub.Analyze, request, timeout)
 
-    def compile(self, program, target=None, skip_verify=False, timeout=None):
-        request = service_pb2.CompileRequest(program=as_program(program), target=target or "", skip_verify=skip_verify)
+    def compile(self, program, target=None, skip_verify=False, source_only=False, timeout=None):
+        """`source_only`: lower to CUDA without nvcc (CompileRequest.source_only)."""
+        request = service_pb2.CompileRequest(program=as_program(program), target=target or "", skip_verify=skip_verify,
+                                             source_only=source_only)
         return self._call(self.stub.Compile, request, self.compile_timeout if timeout is None else timeout)
 
     def list_targets(self, timeout=None):
         return self._call(self.stub.ListTargets, service_pb2.ListTargetsRequest(), timeout)
 
-    def list_rules(self, timeout=None):
-        return self._call(self.stub.ListRules, service_pb2.ListRulesRequest(), timeout)
+    def list_rules(self, extra_rules=None, timeout=None):
+        """`extra_rules`: rules as data (as for verify) to check and list after the built-in ones."""
+        return self._call(self.stub.ListRules, service_pb2.ListRulesRequest(extra_rules_json=_as_json(extra_rules)),
+                          timeout)
+
+    def calibrate(self, samples, held_out=(), calibration=None, version=None, timeout=None):
+        """Refit the cost model's constants to `samples`, (features, measured seconds) pairs, judged on
+        `held_out` (the samples when empty), from `calibration` (as for analyze; the compiler's own when None)."""
+        request = service_pb2.CalibrateRequest(
+            calibration_json=_as_json(calibration), version=version or "",
+            samples=[service_pb2.CalibrationSample(features=f, measured_seconds=s) for f, s in samples],
+            held_out=[service_pb2.CalibrationSample(features=f, measured_seconds=s) for f, s in held_out],
+        )
+        return self._call(self.stub.Calibrate, request, timeout)
 
     def list_primitives(self, timeout=None):
         return self._call(self.stub.ListPrimitives, service_pb2.ListPrimitivesRequest(), timeout)

@@ -42,7 +42,8 @@ def test_health_and_reflection():
         assert {SERVICE, "grpc.health.v1.Health", "grpc.reflection.v1alpha.ServerReflection"} <= set(db.get_services())
         service = descriptor_pool.DescriptorPool(db).FindServiceByName(SERVICE)
         assert [m.name for m in service.methods] == [
-            "Verify", "Analyze", "Compile", "ListTargets", "ListRules", "ListPrimitives", "Measure", "ListTasks"]
+            "Verify", "Analyze", "Compile", "ListTargets", "ListRules", "ListPrimitives", "Measure", "ListTasks",
+            "Calibrate"]
         assert service.methods_by_name["Compile"].input_type.fields_by_name["program"].message_type.name == "Program"
 
 

@@ -58,9 +58,10 @@ def parse_args(argv):
     ap.add_argument("--max-program-bytes", type=int, default=lim.program_bytes,
                     help="largest program of a request (default %(default)s)")
     ap.add_argument("--parse-seconds", type=float, default=lim.parse_seconds,
-                    help="time a request's parse may take (default %(default)s)")
+                    help="time a request's parse (or its rules' loading) may take (default %(default)s)")
     ap.add_argument("--verify-seconds", type=float, default=lim.verify_seconds,
-                    help="time verification, the cost analysis and lowering may each take (default %(default)s)")
+                    help="time verification, the cost analysis, lowering and a cost-model refit may each take"
+                         " (default %(default)s)")
     ap.add_argument("--nvcc-seconds", type=float, default=lim.nvcc_seconds,
                     help="time one nvcc run may take (default %(default)s)")
     ap.add_argument("--worker-memory-mb", type=int, default=lim.worker_memory_bytes // MIB,

@@ -1,5 +1,7 @@
 """Every RPC through the typed client against a real server process on an ephemeral port."""
 
+import json
+
 import grpc
 import pytest
 
@@ -7,6 +9,7 @@ from cake.compiler.v1 import compiler_service_pb2 as service_pb2
 from cake.compiler.v1 import diagnostics_pb2
 from cake.ir.v1 import ir_pb2
 
+from compiler import analysis
 from compiler.ir.text import parse_kernel
 from compiler.service.client import CompilerServiceError, start_local_server
 from compiler.targets import TARGETS
@@ -79,6 +82,18 @@ def test_compile_returns_every_artifact_then_hits_the_cache(cc):
     assert second.cache_hit and second.cubin == c.cubin
 
 
+def test_compile_source_only_lowers_without_nvcc_or_the_cache(cc):
+    program = copy_program("service_source_only")
+    r = cc.compile(program, source_only=True)
+    c = r.compiled
+    assert list(r.diagnostics) == [] and not (c.cubin or c.ptx or c.toolchain or c.cache_hit)
+    assert c.target == "sm_90a" and "cake_service_source_only" in c.cuda_source and c.ir_hash
+    assert c.launch.symbol == "cake_service_source_only"
+    full = cc.compile(program).compiled
+    assert not full.cache_hit and (full.cuda_source, full.launch) == (c.cuda_source, c.launch)
+    assert "CAKE-CONTRACT-004" in [d.id for d in cc.compile(_broken_text(), source_only=True).diagnostics]
+
+
 def test_compile_retargets(cc):
     c = cc.compile(copy_program("service_retarget"), target="sm_100a").compiled
     assert c.target == "sm_100a" and c.cubin
@@ -112,6 +127,69 @@ def test_list_rules(cc):
     r = rules["CAKE-CONTRACT-004"]
     assert r.category == diagnostics_pb2.CATEGORY_CONTRACT and r.severity == diagnostics_pb2.SEVERITY_ERROR
     assert r.doc and r.fix_hint
+
+
+LEARNED = {"id": "CAKE-LEARNED-900", "severity": "error", "doc": "no two-stage rings",
+           "when": {"feature": "region.stages", "op": "==", "value": 2}, "message": "m", "fix_hint": "f"}
+
+
+def test_list_rules_with_rules_as_data_lists_them_last(cc):
+    built_in = [r.id for r in cc.list_rules().rules]
+    rules = cc.list_rules(extra_rules=[LEARNED]).rules
+    assert [r.id for r in rules] == built_in + ["CAKE-LEARNED-900"]
+    assert (rules[-1].severity, rules[-1].doc, rules[-1].fix_hint) == (diagnostics_pb2.SEVERITY_ERROR,
+                                                                        "no two-stage rings", "f")
+
+
+def test_list_rules_refuses_malformed_rules(cc):
+    for rules, why in [("[{", "Expecting"), ([dict(LEARNED, id="CAKE-RES-004")], "id already taken"),
+                       ([dict(LEARNED, when={"feature": "region.colour", "op": "==", "value": 1})], "region.colour")]:
+        with pytest.raises(CompilerServiceError) as e:
+            cc.list_rules(extra_rules=rules)
+        assert e.value.code == grpc.StatusCode.INVALID_ARGUMENT
+        [(field, description)] = e.value.field_violations
+        assert field == "extra_rules_json" and why in description
+
+
+SIZE = {"N": 1 << 24}
+
+
+def _samples(slowdown):
+    """(features, seconds) of copy programs of 1..32 rounds "measured" at `slowdown` times their prediction."""
+    out = []
+    for rounds in (1, 2, 4, 8, 16, 32):
+        kernel = parse_kernel(copy_program("service_calibrate", rounds)).kernel
+        out.append((analysis.features(kernel, SIZE), analysis.analyze(kernel, SIZE).predicted_seconds * slowdown))
+    return out
+
+
+def test_calibrate_refits_the_constants_to_measurements(cc):
+    samples = _samples(1.5)
+    r = cc.calibrate(samples[:4], samples[4:], version="slower")
+    assert r.error_after < r.error_before / 10 and r.error_before > 0.3
+    refit = json.loads(r.calibration_json)
+    assert refit["version"] == "slower" and dict(r.constants) == {n: c["value"] for n, c in refit["constants"].items()}
+    report = cc.analyze(copy_program("service_calibrate", 1), SIZE, calibration=r.calibration_json).report
+    assert report.calibration == "slower" and abs(report.predicted_seconds / samples[0][1] - 1) < 0.05
+    assert json.loads(cc.calibrate(samples).calibration_json)["version"].endswith("+refit")
+
+
+def test_calibrate_refuses_what_it_cannot_fit(cc):
+    good = _samples(1.0)[0]
+    cases = [
+        ([], [], None, "samples", "at least one"),
+        ([(good[0], -1.0)], [], None, "samples[0]", "positive number of seconds"),
+        ([good, (dict(good[0], nope_s=1.0), 1e-5)], [], None, "samples[1]", "unknown features nope_s"),
+        ([good], [({"launch_s": float("inf")}, 1e-5)], None, "held_out[0]", "finite and non-negative"),
+        ([({}, 1e-5)], [], None, "samples[0]", "predict no time"),
+        ([good], [], {"version": "v", "constants": {"eff_dram": {"value": 2.0}}}, "calibration_json", "eff_dram"),
+    ]
+    for samples, held_out, calibration, field, why in cases:
+        with pytest.raises(CompilerServiceError) as e:
+            cc.calibrate(samples, held_out, calibration=calibration)
+        assert e.value.code == grpc.StatusCode.INVALID_ARGUMENT
+        [(got, description)] = e.value.field_violations
+        assert (got, why in description) == (field, True), description
 
 
 def test_list_primitives(cc):

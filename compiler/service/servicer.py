@@ -8,8 +8,9 @@ Where each request's work runs:
 - on the RPC thread: the checks of its fields and size, the tables (List*), and a
   Compile this process has answered before (memo.py): a read of the cache entry;
 - on a worker process (workers.py): parsing, verification, the cost analysis,
-  lowering and the cache lookup of everything else, stopped when the call ends or a
-  stage overruns its limit;
+  lowering and the cache lookup of everything else, rules given as data (ListRules
+  with extra_rules_json) and a refit of the cost model (Calibrate), stopped when the
+  call ends or a stage overruns its limit;
 - on the compile pool (pool.py): nvcc, for a Compile the cache cannot answer, in a
   build directory of this server (builds.py), killed when the call ends or nvcc
   overruns its limit. A full pool is RESOURCE_EXHAUSTED with RetryInfo.
@@ -167,7 +168,15 @@ class CompilerServicer:
         return catalog.list_targets()
 
     def ListRules(self, incoming, context):
-        return catalog.list_rules()
+        if not incoming.message.extra_rules_json:
+            return catalog.list_rules()
+        return self.workers.run("rules", (incoming.data,), Call.of(context), "checking rules")
+
+    def Calibrate(self, incoming, context):
+        if not incoming.message.samples:
+            raise errors.invalid_argument("no measurements to fit the constants to",
+                                          [("samples", "give at least one CalibrationSample")])
+        return self.workers.run("calibrate", (incoming.data,), Call.of(context), "calibrating")
 
     def ListPrimitives(self, incoming, context):
         return primitives.list_primitives()

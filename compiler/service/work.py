@@ -1,7 +1,8 @@
-"""What the service's worker processes do: parse, verify, analyze and lower a request's kernel.
+"""What the service's worker processes do: parse, verify, analyze and lower a request's kernel,
+load the rules a request gives as data, refit the cost model's constants.
 
 Each task takes the request's bytes and `stage`, a callback naming each stage as it
-begins ("parse", "verify", "analyze", "lower"): the server times every stage against
+begins ("parse", "rules", "verify", "analyze", "lower", "calibrate"): the server times every stage against
 its limit and kills a worker that overruns one (workers.py). A task returns the
 response's bytes, or for Compile either the response or what nvcc must build; a
 malformed request raises errors.ServiceError. These are plain functions of their
@@ -22,11 +23,12 @@ from cake.compiler.v1 import diagnostics_pb2
 from cake.ir.v1 import ir_pb2
 
 from compiler import analysis, verify as verifier
+from compiler.analysis import calibration as cost_calibration
 from compiler.build import diagnostics as build_diagnostics
 from compiler.build import driver, nvcc
 from compiler.ir.enums import value_of
 from compiler.lower import LoweringError
-from compiler.service import errors, programs
+from compiler.service import catalog, errors, programs
 
 ANALYSIS_ID = "CAKE-ANALYSIS-001"
 
@@ -63,6 +65,8 @@ def tasks(stage, cache):
         "analyze": lambda data: analyze(data, stage),
         "compile": lambda data: compile(data, stage, cache),
         "package": lambda data, needs, art, stderr: package(data, needs, art, stderr, stage, cache),
+        "rules": lambda data: list_rules(data, stage),
+        "calibrate": lambda data: calibrate(data, stage),
     }
 
 
@@ -107,6 +111,9 @@ def compile(data, stage, cache):  # noqa: A001  (the RPC's name)
         return Done(service_pb2.CompileResponse(diagnostics=diags).SerializeToString())
     stage("lower")
     try:
+        if request.source_only:
+            return Done(service_pb2.CompileResponse(diagnostics=diags, compiled=driver.source_only(kernel))
+                        .SerializeToString())
         plan = driver.plan(kernel)
     except LoweringError as e:
         diags += programs.locate([build_diagnostics.lowering_error(e)], source_map)
@@ -139,6 +146,41 @@ def package(data, needs, artifacts, nvcc_stderr, stage, cache):
         return Done(service_pb2.CompileResponse(diagnostics=diags).SerializeToString())
     result = driver.package(plan, artifacts, cache)
     return _done(diags + programs.locate(result.diagnostics, source_map), result.compiled, plan.key)
+
+
+def list_rules(data, stage):
+    """ListRules with rules given as data: the built-in rules, then those (INVALID_ARGUMENT when malformed)."""
+    request = service_pb2.ListRulesRequest.FromString(data)
+    stage("rules")
+    return catalog.rules_response(_extra_rules(request)).SerializeToString()
+
+
+def calibrate(data, stage):
+    """The cost model's constants refitted to the request's samples (INVALID_ARGUMENT naming a bad one)."""
+    request = service_pb2.CalibrateRequest.FromString(data)
+    stage("parse")
+    base = _calibration(request) or cost_calibration.load()
+    samples = _samples(request, "samples", base)
+    held_out = _samples(request, "held_out", base)
+    stage("calibrate")
+    refit = cost_calibration.refit(samples, held_out, base, request.version or None)
+    return service_pb2.CalibrateResponse(
+        calibration_json=json.dumps(refit.calibration.to_json(), sort_keys=True),
+        constants=dict(refit.calibration.constants), error_before=refit.error_before, error_after=refit.error_after,
+    ).SerializeToString()
+
+
+def _samples(request, field, base):
+    """The request's `field` samples as (features, seconds) pairs; INVALID_ARGUMENT at the first unfit one."""
+    out = []
+    for i, sample in enumerate(getattr(request, field)):
+        features = dict(sample.features)
+        problem = cost_calibration.measurement_problem(features, sample.measured_seconds, base.constants)
+        if problem:
+            raise errors.invalid_argument("%s[%d] cannot be fitted" % (field, i),
+                                          [("%s[%d]" % (field, i), problem)])
+        out.append((features, sample.measured_seconds))
+    return out
 
 
 def _done(diags, compiled, key):

@@ -210,7 +210,7 @@ def _time_limit(stage, seconds):
 
 
 _STAGE_WORDS = {"parse": "parsing the program", "verify": "verification", "analyze": "the cost analysis",
-                "lower": "lowering"}
+                "lower": "lowering", "rules": "loading the rules", "calibrate": "refitting the cost model"}
 
 
 def serve(conn, cache_dir, memory_bytes):
