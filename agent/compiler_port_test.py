@@ -1,5 +1,5 @@
 """Both compiler ports are the compiler service: the same answers (diagnostics, predictions, features,
-analysis errors and their category, learned rules, calibration, builds) over gRPC and in-process."""
+analysis errors and their category, learned rules, calibration, refits, builds) over gRPC and in-process."""
 
 import ast
 import inspect
@@ -10,8 +10,9 @@ import pytest
 from cake.compiler.v1 import diagnostics_pb2
 
 from agent import compiler_port
-from agent.compiler_port import ANALYSIS_ID, open_port
+from agent.compiler_port import ANALYSIS_ID, Refused, open_port
 from agent.rewrites import min_blocks
+from compiler import analysis
 from compiler.analysis import calibration as cal_mod
 from kernels.kmeans.schedules import assign_sm90a
 
@@ -21,6 +22,9 @@ LEARNED = [{"id": "CAKE-LEARNED-901", "severity": "error", "doc": "three-stage r
             "message": "region {region.name} has 3 stages", "fix_hint": "use 2"}]
 SLOW = cal_mod.load().updated({"eff_wgmma": 0.4}, version="test-slow").to_json()
 KINDS = ["in-process", "grpc"]
+# Measured times of a few kernels whose wgmma runs at 60% of the model's efficiency: what a refit fits to.
+VARIANTS = [assign_sm90a(block_k=b, stages=s, consumers=c) for b in (64, 128) for s in (2, 3) for c in (1, 2)]
+SAMPLES = [(f, 4e-6 + f["wgmma_s"] / 0.48 + f["fp32_s"] / 0.6) for f in (analysis.features(k, SHAPES) for k in VARIANTS)]
 
 
 @pytest.fixture(scope="module")
@@ -44,6 +48,8 @@ def _answers(port):
         "calibration_features": good.features,
         "analysis_error": diags(failing.diagnostics),
         "compile": port.compile(assign_sm90a()).compiled.cuda_source,
+        "rules": [r.SerializeToString() for r in port.rules(LEARNED)],
+        "refit": port.calibrate(SAMPLES[:6], SAMPLES[6:], SLOW, "test-refit"),
     }
 
 
@@ -99,6 +105,66 @@ def test_malformed_learned_rules_are_refused_alike():
     assert codes == [("INVALID_ARGUMENT", "extra_rules_json")] * 2
 
 
+@pytest.mark.parametrize("kind", KINDS)
+def test_rules_lists_the_built_in_rules_then_the_learned_ones(ports, kind):
+    rules = ports[kind].rules(LEARNED)
+    assert [r.id for r in rules][-1] == "CAKE-LEARNED-901" and len(rules) == len(ports[kind].rules()) + 1
+    assert rules[-1].doc == LEARNED[0]["doc"] and rules[-1].severity == diagnostics_pb2.SEVERITY_ERROR
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_refit_moves_the_constants_toward_the_measurements(ports, kind):
+    r = ports[kind].calibrate(SAMPLES[:6], SAMPLES[6:], SLOW, "test-refit")
+    assert r.calibration["version"] == "test-refit" and r.error_after < r.error_before / 10
+    assert r.constants == {name: c["value"] for name, c in r.calibration["constants"].items()}
+    assert r.constants != {name: c["value"] for name, c in SLOW["constants"].items()}
+    with open_port(kind, calibration=r.calibration) as refitted:  # what Analyze takes
+        assert refitted.analyze(VARIANTS[0], SHAPES, None).report.calibration == "test-refit"
+
+
+def test_what_the_service_refuses_is_refused_alike(ports):
+    whys = []
+    for kind in KINDS:
+        port = ports[kind]
+        for call in (lambda: port.rules([{"id": "CAKE-LEARNED-902"}]),
+                     lambda: port.calibrate([], [], None, "v"),
+                     lambda: port.calibrate([({"wgmma_s": 1e-6}, 0.0)], [], None, "v"),
+                     lambda: port.calibrate(SAMPLES, [({"warp_drive_s": 1.0}, 1e-5)], None, "v"),
+                     lambda: port.calibrate(SAMPLES, [], {"version": "x"}, "v")):
+            with pytest.raises(Refused) as e:
+                call()
+            whys.append((kind, str(e.value)))
+    local, remote = ([w for k, w in whys if k == kind] for kind in KINDS)
+    assert local == remote
+    assert local == [
+        "extra_rules_json holds no valid rules: rule CAKE-LEARNED-902: 'doc' must be a non-empty string",
+        "no measurements to fit the constants to: give at least one CalibrationSample",
+        "samples[0] cannot be fitted: measured time must be a positive number of seconds, not 0.0",
+        "held_out[0] cannot be fitted: unknown features warp_drive_s (docs/cost_model.md lists them)",
+        "calibration_json is no calibration: a calibration is an object with a version and its constants"
+        " (calibration.json's format)",
+    ]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_source_only_port_lowers_without_nvcc(kind):
+    with open_port(kind) as full, open_port(kind, source_only=True) as lowering:
+        wanted, b = full.compile(assign_sm90a()).compiled, lowering.compile(assign_sm90a())
+    assert b.diagnostics == [] and not b.compiled.cubin and not b.compiled.ptx and not b.compiled.toolchain
+    assert (b.compiled.cuda_source, b.compiled.launch, b.compiled.ir_hash) == (wanted.cuda_source, wanted.launch,
+                                                                             wanted.ir_hash)
+
+
+def test_a_port_made_by_name_closes_its_own_service():
+    port = compiler_port.in_process_port(LEARNED, source_only=True)
+    try:
+        assert "CAKE-LEARNED-901" in [d.id for d in port.verify(min_blocks(assign_sm90a(), 2))]
+        assert port.compile(assign_sm90a()).compiled.cuda_source
+    finally:
+        port.close()
+    assert not os.path.exists(port.client._build_root)  # the in-process service's build directory is gone
+
+
 def test_compile_returns_the_generated_cuda(ports):
     b = ports["grpc"].compile(assign_sm90a())
     assert b.compiled is not None and "cake_kmeans_assign_sm90a" in b.compiled.cuda_source and b.compiled.cubin
@@ -125,9 +191,9 @@ def test_the_port_imports_nothing_of_the_compiler_but_the_service_clients():
 # What agent code may import of the compiler besides the port's clients: the IR and its text form, the target
 # facts, where CAKE writes, the corpus (the gate's programs), and the service client for the Measure RPC.
 SHARED = ("compiler.ir", "compiler.targets", "compiler.locations", "compiler.corpus", "compiler.service.client")
-# The outer loop still checks proposed rules and refits the cost model's constants in this process (the service
-# has no call for either yet); testing.py's lowering-only port lowers in-process (a test helper).
-LOCAL = {"learn/calibrate.py", "learn/gate.py", "learn/outer.py", "learn/rules.py", "testing.py"}
+# Agent files that import compiler internals beyond SHARED: none (the outer loop's rule checks and refits, and
+# the tests' lowering-only builds, are service calls).
+LOCAL = set()
 
 
 def test_agent_code_reaches_the_compiler_only_through_the_port():

@@ -5,7 +5,7 @@ from cake.ir.v1 import ir_pb2
 
 from agent import assess, contract_gate, task
 from agent.ir_edit import walk_ops
-from agent.testing import LoweringOnlyPort
+from agent.testing import lowering_only_port
 from agent.transforms import testing
 from compiler import analysis
 from kernels.kmeans.naive import assign_naive
@@ -52,7 +52,7 @@ def test_dropping_the_argmin_is_rejected_though_it_is_predicted_faster():
     assert _breaks(cheat) == [
         "labels no longer comes from mma and arg_reduce:argmin (the contract requires mma, arg_reduce:argmin)",
         "labels no longer depends on x, c, c_sq"]
-    out = assess.check(LoweringOnlyPort(), cheat, "h", shapes, TASK.device, task=TASK)
+    out = assess.check(lowering_only_port(), cheat, "h", shapes, TASK.device, task=TASK)
     assert out.status == "invalid" and out.fitness_s is None and out.prediction is None
     [(stage, d)] = out.diagnostics
     assert (stage, d.id, d.path) == ("task", contract_gate.DIAGNOSTIC_ID, "kernel")

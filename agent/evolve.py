@@ -215,8 +215,9 @@ def _record(plan):
 
 def _learn_only(args, where):
     roots = where.roots(args.run_dir)
-    for kind, sig, verdict in outer.learn(roots, where.knowledge()):
-        print("%s %s: %s (%s)" % (kind, "accepted" if verdict.accepted else "refused", sig, verdict.why))
+    with open_port(args.compiler, address=args.compiler_address, log=print) as port:
+        for kind, sig, verdict in outer.learn(roots, where.knowledge(), port):
+            print("%s %s: %s (%s)" % (kind, "accepted" if verdict.accepted else "refused", sig, verdict.why))
     return 0
 
 
@@ -296,7 +297,7 @@ def _evolve(args, where, kb, plan, store, port, tactics, tactics_version, llm):
         display.close()
         print("stopped: %s" % why, flush=True)
         if not args.no_learn:
-            for kind, sig, verdict in outer.learn(where.roots(run_dir), kb, store, log=print):
+            for kind, sig, verdict in outer.learn(where.roots(run_dir), kb, port, store, log=print):
                 print("proposal %s %s: %s" % (kind, "accepted" if verdict.accepted else "refused", verdict.why))
         cuda, note = _best_cuda(port, store, evolver)
         path = report.write(run_dir, store, task, plan.line, why, bandit, cuda, note,

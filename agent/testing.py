@@ -4,13 +4,11 @@ import io
 import os
 import shutil
 
-from cake.compiler.v1 import artifact_pb2
-
 from agent import loop
 from agent import task as task_mod
 from agent.authors.search import SearchAuthor
 from agent.bandit import Bandit
-from agent.compiler_port import Build, Port
+from agent.compiler_port import in_process_port
 from agent.events import EventLog
 from agent.learn import knowledge
 from agent.measure.fake import FakeEvaluator
@@ -18,7 +16,6 @@ from agent.progress import PlainProgress
 from agent.repair import RepairMap
 from agent.store import Store
 from agent.tactics import load as load_tactics
-from compiler.ir.hashing import ir_hash
 
 
 def knowledge_copy(tmp_path):
@@ -33,29 +30,10 @@ def knowledge_store(tmp_path):
     return knowledge.Knowledge(knowledge_copy(tmp_path), os.path.join(str(tmp_path), "learned"))
 
 
-class LoweringOnlyPort(Port):
-    """A port over the in-process service whose compile lowers to CUDA but runs no nvcc (no cubin):
-    fast, GPU-free tests."""
-
-    def __init__(self, extra_rules=(), calibration=None):
-        from compiler.service.inprocess import InProcessClient
-
-        super().__init__(InProcessClient(), "in-process (lowering only)", extra_rules, calibration)
-
-    def compile(self, kernel):
-        from compiler.lower import LoweringError, lower
-
-        try:
-            ctx = lower(kernel)
-        except LoweringError as e:
-            from compiler.build import diagnostics
-
-            return Build(None, [diagnostics.lowering_error(e)])
-        return Build(artifact_pb2.CompiledKernel(target=ctx.target.name, ir_hash=ir_hash(kernel),
-                                                 cuda_source=ctx.source), [])
-
-    def close(self):
-        self.client.close()
+def lowering_only_port(extra_rules=(), calibration=None):
+    """A port over the in-process service whose builds lower to CUDA without nvcc (CompileRequest.source_only:
+    no cubin): fast, GPU-free tests. The caller closes it."""
+    return in_process_port(extra_rules, calibration, source_only=True)
 
 
 def small_task(**budget):
@@ -74,7 +52,7 @@ def measured_run(tmp_path, fail_when=None, authors=None, **budget):
     store.start_run("m", task.to_json(), {"mode_line": "fake"}, loop.MEASURE, 0)
     bandit = Bandit({n: t.weight for n, t in tactics.items()})
     evaluator = FakeEvaluator(task.shapes, task.device, fail_when=fail_when)
-    evolver = loop.Evolver(task, store, EventLog(str(tmp_path / "events.jsonl")), LoweringOnlyPort(), evaluator,
+    evolver = loop.Evolver(task, store, EventLog(str(tmp_path / "events.jsonl")), lowering_only_port(), evaluator,
                            tactics, RepairMap.load(knowledge.PACKAGE_DIR), bandit,
                            (authors or _search)(tactics, bandit, task.fixed), PlainProgress(io.StringIO()),
                            loop.Settings(mode=loop.MEASURE, seed=0))

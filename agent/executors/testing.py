@@ -20,9 +20,9 @@ from agent.progress import PlainProgress
 from agent.repair import RepairMap
 from agent.store import Store
 from agent.tactics import load as load_tactics
-from agent.testing import LoweringOnlyPort, small_task
+from agent.testing import lowering_only_port, small_task
 
-WORKER_PORT = "agent.testing:LoweringOnlyPort"
+WORKER_PORT = "agent.testing:lowering_only_port"
 
 
 def run(directory, mode, executor=None, window=0, workers=2, gpus=2, fake_delay_s=0.0, during=None, **budget):
@@ -35,7 +35,7 @@ def run(directory, mode, executor=None, window=0, workers=2, gpus=2, fake_delay_
     store.start_run("t", task.to_json(), {"mode_line": "test"}, mode, 0)
     bandit = Bandit({n: t.weight for n, t in tactics.items()})
     measure = mode == loop.MEASURE
-    args = (task, store, EventLog(os.path.join(directory, "events.jsonl")), LoweringOnlyPort(),
+    args = (task, store, EventLog(os.path.join(directory, "events.jsonl")), lowering_only_port(),
             FakeEvaluator(task.shapes, task.device) if measure else None, tactics,
             RepairMap.load(knowledge.PACKAGE_DIR), bandit, [SearchAuthor(tactics, bandit, task.fixed)],
             PlainProgress(io.StringIO()), loop.Settings(mode=mode, seed=0))

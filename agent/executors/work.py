@@ -87,7 +87,7 @@ class Context:
         self.repairs = RepairMap.load(kb)
         self._stack = contextlib.ExitStack()
         rules, calibration = outer.learned_rules(kb)["rules"], calibrate.current_data(kb)  # as data: request fields
-        if ":" in config.compiler:  # a port class by name ("package.module:Class"): tests' lowering-only builds
+        if ":" in config.compiler:  # a port factory by name ("package.module:function"): tests' lowering-only builds
             from runtime import names
 
             port = names.resolve(config.compiler)(rules, calibration)

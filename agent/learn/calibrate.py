@@ -1,18 +1,18 @@
 """Cost-model recalibration proposals: constants refitted from measured against predicted times.
 
 The measurements of every run (features recorded at prediction time, measured
-medians) are split deterministically into a fitting set and a held-out quarter;
-compiler.analysis.calibration.fit refits the constants on the first, and the gate
-compares calibration.prediction_error on the held-out set before and after. An
-accepted calibration becomes the next version of calibration.json (the compiler's own
-calibration format under "calibration", beside the version and changelog every
-knowledge file has) in the learned store, which the agent's compiler port applies.
+medians) are split deterministically into a fitting set and a held-out quarter; the
+compiler service refits the constants on the first (Calibrate, through the agent's
+compiler port: the formula and the fit are the compiler's, compiler/analysis) and
+reports the prediction error on the held-out set before and after, which the gate
+compares. An accepted calibration becomes the next version of calibration.json (the
+compiler's own calibration format under "calibration", beside the version and
+changelog every knowledge file has) in the learned store, which the agent's compiler
+port applies.
 """
 
 import hashlib
 import json
-
-from compiler.analysis import calibration as cal_mod
 
 from agent.learn import knowledge
 
@@ -20,15 +20,15 @@ MIN_PAIRS = 8
 HELD_OUT_EVERY = 4
 
 
-def current(source):
-    """The agent's calibration (calibration.json of `source`, a Knowledge or a directory) or the compiler's default."""
-    data = current_data(source)
-    return cal_mod.parse(data) if data is not None else cal_mod.load()
-
-
 def current_data(source):
-    """The agent's refitted calibration as data (what the compiler port sends), None when it has none."""
+    """The agent's refitted calibration as data (what the compiler port sends), None when it has none
+    (the compiler's own applies)."""
     return knowledge.of(source).load(knowledge.CALIBRATION).get("calibration")
+
+
+def next_version(kb):
+    """The name the next accepted calibration of `kb` gets."""
+    return "agent-%d" % (kb.load(knowledge.CALIBRATION)["version"] + 1)
 
 
 def split(pairs):
@@ -42,17 +42,16 @@ def split(pairs):
     return fit, held
 
 
-def propose(pairs, base):
-    """(fitted constants, error before, error after) on held-out pairs, or None with too few pairs."""
+def propose(port, pairs, base, version):
+    """The compiler port's Refit of the constants of `base` (a calibration as data, None for the compiler's
+    own) to the fitting part of (features, seconds) `pairs`, judged on the held-out part and named `version`;
+    None with too few pairs. Refused when the service refuses the pairs."""
     if len(pairs) < MIN_PAIRS:
         return None
     fit_set, held = split(pairs)
-    fitted = cal_mod.fit(fit_set, base)
-    return fitted, cal_mod.prediction_error(held, base.constants), cal_mod.prediction_error(held, fitted)
+    return port.calibrate(fit_set, held, base, version)
 
 
-def write(kb, base, fitted, summary, evidence):
-    """Record the refitted calibration as the next version of calibration.json in `kb`'s learned store."""
-    name = "agent-%d" % (kb.load(knowledge.CALIBRATION)["version"] + 1)
-    patch = {"set": {"calibration": base.updated(fitted, version=name).to_json()}}
-    return kb.accept(knowledge.CALIBRATION, patch, summary, evidence=evidence)
+def write(kb, refit, summary, evidence):
+    """Record a Refit's calibration as the next version of calibration.json in `kb`'s learned store."""
+    return kb.accept(knowledge.CALIBRATION, {"set": {"calibration": refit.calibration}}, summary, evidence=evidence)

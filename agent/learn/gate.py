@@ -1,10 +1,11 @@
 """The corpus gate: a proposal takes effect only if it keeps the good good and catches what it targets.
 
-- A verifier rule passes when it loads (compiler.verify.load_rules' checks), every
+- A verifier rule passes when it loads (the service's checks: ListRules with it), every
   known-good program still verifies without its error (the compiler's good corpus,
   compiler/corpus, and any further good kernels given: passing candidates), every
   program it targets (the failing candidates' IR) is now rejected by it, and the
-  programs earlier learned rules target are still rejected by them.
+  programs earlier learned rules target are still rejected by them. The compiler is
+  asked through the agent's compiler port.
 - A recalibration passes when its error on held-out measurements is lower than the
   current calibration's by at least MIN_GAIN (relative).
 - Tactic weights pass when every changed weight rests on enough outcomes and stays
@@ -15,8 +16,7 @@ Each gate returns a Verdict: accepted, why (one line) and details for the record
 import dataclasses
 import math
 
-from compiler.verify import verify
-from compiler.verify.declarative import RuleError, rules_from_data
+from agent.compiler_port import Refused
 
 MIN_GAIN = 0.02
 MIN_OUTCOMES = 8
@@ -40,29 +40,31 @@ def good_corpus():
     return [(name, corpus.build(name)) for name in corpus.GOOD]
 
 
-def _fires(rules, rule_id, kernel):
-    return any(d.id == rule_id for d in verify(kernel, extra_rules=rules))
+def _fires(port, rules, rule_id, kernel):
+    return any(d.id == rule_id for d in port.verify(kernel, extra_rules=rules))
 
 
-def gate_rule(rule, known_rules, targets, good=(), earlier_targets=()):
-    """Gate a new rule object. targets: (name, kernel) it must reject; good: extra (name, kernel) it must
-    not; known_rules: the rule objects already learned; earlier_targets: rule id -> [(name, kernel)]."""
+def gate_rule(port, rule, known_rules, targets, good=(), earlier_targets=()):
+    """Gate a new rule object through `port` (a compiler port). targets: (name, kernel) it must reject; good:
+    extra (name, kernel) it must not; known_rules: the rule objects already learned; earlier_targets: rule id ->
+    [(name, kernel)]."""
+    loaded = list(known_rules) + [rule]
     try:
-        loaded = rules_from_data(list(known_rules) + [rule])
-    except RuleError as e:
+        port.rules(loaded)
+    except Refused as e:
         return Verdict(False, "malformed rule: %s" % e)
-    new = [r for r in loaded if r.id == rule["id"]]
+    new = [rule]
     checked = good_corpus() + list(good)
-    rejected_good = [name for name, k in checked if _fires(new, rule["id"], k)]
+    rejected_good = [name for name, k in checked if _fires(port, new, rule["id"], k)]
     if rejected_good:
         return Verdict(False, "rejects %d known-good program(s): %s" % (len(rejected_good), ", ".join(rejected_good[:5])),
                        {"rejected_good": rejected_good})
-    missed = [name for name, k in targets if not _fires(new, rule["id"], k)]
+    missed = [name for name, k in targets if not _fires(port, new, rule["id"], k)]
     if missed or not targets:
         return Verdict(False, "does not reject %d of the %d programs it targets" % (len(missed), len(targets)),
                        {"missed": missed})
     lapsed = [(rid, name) for rid, kernels in earlier_targets.items() for name, k in kernels
-              if not _fires(loaded, rid, k)] if earlier_targets else []
+              if not _fires(port, loaded, rid, k)] if earlier_targets else []
     if lapsed:
         return Verdict(False, "earlier learned rules no longer reject their targets: %s" % lapsed[:3])
     return Verdict(True, "rejects its %d targets, keeps %d known-good programs clean" % (len(targets), len(checked)),

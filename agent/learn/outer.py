@@ -11,7 +11,9 @@ under the runs roots (agent/places.py) and makes three kinds of proposal:
 Each goes through its gate (learn/gate.py); accepted ones become the next version of
 their knowledge file in the learned store (learn/knowledge.py: the checkout's files
 change only when promoted), and every proposal is recorded in the current run's
-database (proposals table) with the gate's verdict.
+database (proposals table) with the gate's verdict. Every question to the compiler
+(features, verification with a proposed rule, the refit) goes through the compiler
+port the caller gives.
 """
 
 import glob
@@ -19,10 +21,8 @@ import json
 import os
 
 from compiler.ir.text import parse_kernel, print_kernel
-from compiler.verify import RULES as BUILTIN_RULES
-from compiler.verify import verify
-from compiler.verify.declarative import rules_from_data
 
+from agent.compiler_port import Refused
 from agent.learn import calibrate, gate, knowledge, rules as rules_mod, signatures, weights
 from agent.store import Store
 
@@ -62,11 +62,6 @@ def learned_rules(source):
     return doc
 
 
-def load_rules(source):
-    """The learned rules as verifier Rule objects (for verify(extra_rules=...))."""
-    return rules_from_data(learned_rules(source)["rules"])
-
-
 def _targets(kb, doc):
     """rule id -> [(file name, kernel)] of the programs each learned rule was accepted against."""
     out = {}
@@ -78,33 +73,39 @@ def _targets(kb, doc):
     return out
 
 
-def _rule_proposals(kb, failures, passing, min_recurrence, record, log):
+def _caught(port, known, kernel):
+    """Whether one of the `known` learned rules (as data) rejects `kernel`."""
+    ids = {r["id"] for r in known}
+    return any(d.id in ids for d in port.verify(kernel, extra_rules=known))
+
+
+def _rule_proposals(kb, port, failures, passing, min_recurrence, record, log):
     doc = learned_rules(kb)
-    known = rules_from_data(doc["rules"])
     eligible = [f for f in failures if f["stage"] in RULE_STAGES and f["kind"] != "task_mismatch"]
     good = [(h[:16], parse_kernel(text).kernel) for h, text in list(passing.items())[:MAX_GOOD]]
+    good_features = None  # the known-good kernels' IR features, asked once when a cluster needs them
     for sig, rows in signatures.cluster(eligible).items():
         if len(rows) < min_recurrence:
             continue
         kernels = [(r["ir_hash"][:16], parse_kernel(r["ir_text"]).kernel) for r in rows]
-        if known and all(any(d.id in {k.id for k in known} for d in verify(k, extra_rules=known)) for _, k in kernels):
+        if doc["rules"] and all(_caught(port, doc["rules"], k) for _, k in kernels):
             continue  # an earlier learned rule catches these already
-        found = rules_mod.synthesize([k for _, k in kernels], [k for _, k in good] +
-                                     [k for _, k in gate.good_corpus()])
+        if good_features is None:
+            good_features = [port.features(k) for _, k in good + gate.good_corpus()]
+        found = rules_mod.synthesize([port.features(k) for _, k in kernels], good_features)
         if found is None:
             record("rule", sig, {"count": len(rows)}, gate.Verdict(False, "no IR feature conjunction separates them"
                                                                    " from known-good kernels"), None)
             continue
         level, atoms = found
-        taken = {r.id for r in BUILTIN_RULES} | {r["id"] for r in doc["rules"]}
+        taken = {r.id for r in port.rules()} | {r["id"] for r in doc["rules"]}
         rule = rules_mod.rule(rules_mod.next_id(taken), sig, level, atoms, len(rows),
                               "avoid this combination: the agent saw it fail %d times (%s)" % (len(rows), sig))
-        verdict = gate.gate_rule(rule, doc["rules"], kernels, good, _targets(kb, doc))
+        verdict = gate.gate_rule(port, rule, doc["rules"], kernels, good, _targets(kb, doc))
         version = None
         if verdict.accepted:
             version = _accept_rule(kb, rule, kernels, verdict)
             doc = learned_rules(kb)
-            known = rules_from_data(doc["rules"])
             log("learned verifier rule %s: %s (knowledge/rules.json v%d)" % (rule["id"], rule["doc"], version))
         record("rule", sig, rule, verdict, version)
 
@@ -117,19 +118,23 @@ def _accept_rule(kb, rule, kernels, verdict):
                      evidence=verdict.details, files=files)
 
 
-def _calibration_proposal(kb, pairs, record, log):
-    base = calibrate.current(kb)
-    proposed = calibrate.propose(pairs, base)
-    if proposed is None:
+def _calibration_proposal(kb, port, pairs, record, log):
+    sig = "calibration|%d pairs" % len(pairs)
+    try:
+        refit = calibrate.propose(port, pairs, calibrate.current_data(kb), calibrate.next_version(kb))
+    except Refused as e:
+        record("calibration", sig, {"pairs": len(pairs)}, gate.Verdict(False, "the compiler refused the refit: %s" % e),
+               None)
         return
-    fitted, before, after = proposed
-    verdict = gate.gate_calibration(before, after)
+    if refit is None:
+        return
+    verdict = gate.gate_calibration(refit.error_before, refit.error_after)
     version = None
     if verdict.accepted:
-        version = calibrate.write(kb, base, fitted, "recalibrated from %d measurements" % len(pairs),
+        version = calibrate.write(kb, refit, "recalibrated from %d measurements" % len(pairs),
                                   dict(verdict.details, pairs=len(pairs)))
         log("recalibrated the cost model: %s (calibration.json v%d, learned)" % (verdict.why, version))
-    record("calibration", "calibration|%d pairs" % len(pairs), {"constants": fitted}, verdict, version)
+    record("calibration", sig, {"constants": refit.constants}, verdict, version)
 
 
 def _weights_proposal(kb, stats, record, log):
@@ -146,9 +151,10 @@ def _weights_proposal(kb, stats, record, log):
     record("weights", "weights|%d runs" % len(runs), {t: list(v) for t, v in changes.items()}, verdict, version)
 
 
-def learn(runs_roots, kb, store=None, min_recurrence=3, log=print):
+def learn(runs_roots, kb, port, store=None, min_recurrence=3, log=print):
     """Make, gate and record proposals from every run under `runs_roots` (a list of directories) into `kb`
-    (a Knowledge with a learned store); returns [(kind, signature, verdict)]."""
+    (a Knowledge with a learned store), asking the compiler through `port` (agent/compiler_port.py);
+    returns [(kind, signature, verdict)]."""
     failures, passing, stats, pairs = _collect(run_databases(runs_roots))
     results = []
 
@@ -158,7 +164,7 @@ def learn(runs_roots, kb, store=None, min_recurrence=3, log=print):
             store.add_proposal(kind, sig, json.loads(json.dumps(payload, default=str)),
                                "accepted" if verdict.accepted else "refused", verdict.to_dict(), version)
 
-    _rule_proposals(kb, failures, passing, min_recurrence, record, log)
-    _calibration_proposal(kb, pairs, record, log)
+    _rule_proposals(kb, port, failures, passing, min_recurrence, record, log)
+    _calibration_proposal(kb, port, pairs, record, log)
     _weights_proposal(kb, stats, record, log)
     return results

@@ -4,8 +4,9 @@ Given the kernels of one failure cluster (they compiled or verified, then failed
 later: in the analysis, the build or on the GPU) and kernels known to be good
 (passing candidates and the compiler's good corpus), `synthesize` looks for a
 conjunction of at most MAX_ATOMS conditions over the verifier's IR features
-(compiler/verify/features.py), at one entity level, that some entity of every
-failing kernel satisfies and no entity of any good kernel does. Conditions are
+(compiler/verify/features.py; each kernel's as the compiler port's `features` gives
+them), at one entity level, that some entity of every failing kernel satisfies and
+no entity of any good kernel does. Conditions are
 equalities on names, kinds and flags and thresholds on sizes, taken from the values
 the failing kernels have (sizes are bounded, not matched exactly, so a rule
 describes a region of the space rather than one program); the search is greedy (each step keeps every failing kernel
@@ -14,9 +15,6 @@ compiler/verify/declarative.py's format, or None when no such rule exists.
 """
 
 import re
-
-from compiler.verify import features as ir_features
-from compiler.verify.context import Context
 
 MAX_ATOMS = 3
 SMALL_INT = 16  # ints up to this (counts, stages, warps) may be compared for equality; larger ones only bounded
@@ -29,10 +27,10 @@ _RUNTIME_CATEGORY = {"timeout": "synchronization", "illegal_address": "memory mo
                      "cuda_error": "memory movement"}
 
 
-def entities(kernel):
-    """level -> [feature dict] of one kernel."""
+def entities(features):
+    """level -> [feature dict] of one kernel, from its IR features [(level, IR path, {feature: value})]."""
     out = {level: [] for level in LEVELS}
-    for level, _, feats in ir_features.extract(Context(kernel)):
+    for level, _, feats in features:
         out[level].append(feats)
     return out
 
@@ -103,10 +101,11 @@ def _best_conjunction(level, failing, good):
     return None
 
 
-def synthesize(failing_kernels, good_kernels):
-    """(level, atoms) of the simplest separating conjunction, or None."""
-    failing = [entities(k) for k in failing_kernels]
-    good = [entities(k) for k in good_kernels]
+def synthesize(failing_features, good_features):
+    """(level, atoms) of the simplest separating conjunction, or None; each argument holds one IR feature list
+    (the compiler port's `features`) per kernel."""
+    failing = [entities(f) for f in failing_features]
+    good = [entities(f) for f in good_features]
     found = []
     for level in LEVELS:
         atoms = _best_conjunction(level, failing, good)
