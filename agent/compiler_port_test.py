@@ -24,7 +24,8 @@ SLOW = cal_mod.load().updated({"eff_wgmma": 0.4}, version="test-slow").to_json()
 KINDS = ["in-process", "grpc"]
 # Measured times of a few kernels whose wgmma runs at 60% of the model's efficiency: what a refit fits to.
 VARIANTS = [assign_sm90a(block_k=b, stages=s, consumers=c) for b in (64, 128) for s in (2, 3) for c in (1, 2)]
-SAMPLES = [(f, 4e-6 + f["wgmma_s"] / 0.48 + f["fp32_s"] / 0.6) for f in (analysis.features(k, SHAPES) for k in VARIANTS)]
+SAMPLES = [(f, 4e-6 + f["wgmma_s"] / 0.48 + f["fp32_s"] / 0.6)
+           for f in (analysis.features(k, SHAPES) for k in VARIANTS)]
 
 
 @pytest.fixture(scope="module")

@@ -147,7 +147,8 @@ def test_measurements_the_compiler_refuses_are_a_refused_proposal(tmp_path, port
     store.db.commit()
     [(_, sig, verdict)] = [r for r in outer.learn([root], kb, port, store, log=lambda *_: None)
                            if r[0] == "calibration"]
-    assert not verdict.accepted and verdict.why.startswith("the compiler refused the refit: samples[0] cannot be fitted")
+    assert not verdict.accepted
+    assert verdict.why.startswith("the compiler refused the refit: samples[0] cannot be fitted")
     assert "warp_drive_s" in verdict.why and kb.load(knowledge.CALIBRATION)["version"] == 0
 
 

@@ -169,7 +169,8 @@ def measurement_problem(features, seconds, constants):
     """What makes one (features, measured seconds) pair unfit to refit from, or None: a time that is not
     a positive number, a feature roofline.FEATURES does not name, or a value that is not finite and
     non-negative, or features that predict no time at all under `constants`."""
-    if isinstance(seconds, bool) or not isinstance(seconds, numbers.Real) or not (math.isfinite(seconds) and seconds > 0):
+    if isinstance(seconds, bool) or not isinstance(seconds, numbers.Real) or not (
+            math.isfinite(seconds) and seconds > 0):
         return "measured time must be a positive number of seconds, not %r" % (seconds,)
     unknown = sorted(set(features) - set(roofline.FEATURES))
     if unknown:

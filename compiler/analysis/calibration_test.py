@@ -94,3 +94,26 @@ def test_malformed_file_is_refused():
         calibration.parse({"version": "v", "constants": {"eff_x": {"value": 2.0, "min": 0.1, "max": 1.0, "doc": ""}}})
     with pytest.raises(ValueError, match="no version"):
         calibration.parse({"constants": {}})
+    with pytest.raises(ValueError, match="an object with a version and its constants"):
+        calibration.parse({"version": "v", "constants": ["eff_wgmma"]})
+
+
+def test_refit_names_the_refitted_calibration_and_judges_both_on_held_out_pairs():
+    train, held_out = _synthetic(40, seed=6), _synthetic(20, seed=7)
+    cal = calibration.load()
+    r = calibration.refit(train, held_out, cal, "h200-refit")
+    assert r.calibration.version == "h200-refit" and r.calibration.bounds == cal.bounds
+    assert r.error_before == calibration.prediction_error(held_out, cal.constants)
+    assert r.error_after == calibration.prediction_error(held_out, r.calibration.constants) < r.error_before / 5
+    assert calibration.refit(train).calibration.version == cal.version + "+refit"
+
+
+def test_a_measurement_unfit_to_refit_from_says_why():
+    constants = calibration.load().constants
+    features, seconds = _synthetic(1, seed=8)[0]
+    assert calibration.measurement_problem(features, seconds, constants) is None
+    for f, s, why in [(features, 0.0, "positive"), (features, True, "positive"), (features, float("nan"), "positive"),
+                      (dict(features, warp_s=1.0), seconds, "unknown features warp_s"),
+                      (dict(features, wgmma_s=-1.0), seconds, "wgmma_s must be finite and non-negative"),
+                      ({}, seconds, "predict no time")]:
+        assert why in calibration.measurement_problem(f, s, constants)
