@@ -28,7 +28,7 @@ GOOD_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "good")
 # name -> builder of the default schedule; at least one tiled GEMM per target family,
 # one schedule of each of the three proving kernels, the tuned KMeans kernels the
 # API runs (kernels/kmeans/api.py: the assignment at its D = 128 parameters), the
-# KNN kernels (kernels/knn: the tuned score kernel and the merge at k = 10, the small-Q,
+# KNN kernels (kernels/knn: the tuned score kernel and the merges at k = 10, the small-Q,
 # sm_80 and sm_100a score kernels), and the naive seeds the agent starts from
 # (kernels/*/naive.py: one warpgroup, plain loads, no ring).
 GOOD = {
@@ -47,6 +47,7 @@ GOOD = {
     "knn_rows_sm90a": knn.rows_sm90a,
     "knn_cols_sm90a": knn.cols_sm90a,
     "knn_merge": knn.merge,
+    "knn_merge_single": lambda: knn.merge(single=True),
     "knn_rows_sm80": knn.rows_sm80,
     "knn_rows_sm100a": knn.rows_sm100a,
     "kda_intra_sm90a": kda.intra_sm90a,

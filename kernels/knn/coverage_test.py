@@ -40,13 +40,16 @@ def _check(b, q, m, d, k, metric="l2"):
         return dispatch.explain(b, q, m, d, k)["path"].startswith("torch")
     rank_d, _ = dispatch.rank_shape(d, torch.bfloat16)
     p, rows, _ = dispatch.choose(b, q, m, rank_d, k)
-    score, merge = dispatch.score_builder(p, metric, False, "bf16", bool(rows)), dispatch.merge_builder(k, metric, torch.bfloat16, torch.int32)
+    score, merge = dispatch.score_builder(p, metric, False, "bf16", bool(rows)), dispatch.merge_builder(
+        k, metric, torch.bfloat16, torch.int32, single=p.single)
     env = dict(B=b, Q=q, M=m, D=rank_d, S=p.splits, T=p.tiles, P=p.lists_padded, MP=-(-m // 4) * 4)
     errors = [_admits(*score, dict(env)), _admits(*merge, dict(env))]
     if rows:
         sp = planner.plan(b, q, rows, rank_d, k)
         senv = dict(B=b, Q=q, M=rows, D=rank_d, S=sp.splits, T=sp.tiles, P=sp.lists_padded, MP=-(-rows // 4) * 4)
         errors.append(_admits(*dispatch.score_builder(sp, metric, False, "bf16"), senv))
+        errors.append(_admits(*dispatch.merge_builder(k, metric, torch.bfloat16, torch.int32, rescore=False,
+                                                      single=sp.single), dict(senv)))
     errors = [e for e in errors if e]
     assert not errors, ((b, q, m, d, k), errors)
     return True

@@ -103,10 +103,12 @@ def score_builder(p, metric, exclude_self, dtype, seeded=False):
     return name, tuple(sorted(params.items()))
 
 
-def merge_builder(k, metric, dtype, index_dtype, rescore=True):
+def merge_builder(k, metric, dtype, index_dtype, rescore=True, single=False):
     params = dict(k=k, metric=metric, dtype=DTYPES[dtype], index_dtype=INDEX_DTYPES[index_dtype])
     if not rescore:
         params["rescore"] = False
+    if single:
+        params["single"] = True
     return "merge", tuple(sorted(params.items()))
 
 
@@ -140,11 +142,11 @@ def kernels_for(b, q, m, d, k, metric="l2", exclude_self=False, dtype=torch.bflo
     rank_d, rank_dtype = rank_shape(d, dtype)
     p, rows, _ = choose(b, q, m, rank_d, k, device_index, layout, None, seed, config)
     out = [score_builder(p, metric, exclude_self, DTYPES[rank_dtype], seeded=bool(rows)),
-           merge_builder(k, metric, dtype, index_dtype)]
+           merge_builder(k, metric, dtype, index_dtype, single=p.single)]
     if rows:
-        sms = planner.device_sms(device_index)
-        out += [score_builder(planner.plan(b, q, rows, rank_d, k, sms=sms), metric, exclude_self, DTYPES[rank_dtype]),
-                merge_builder(k, metric, rank_dtype, torch.int32, rescore=False)]
+        sp = planner.plan(b, q, rows, rank_d, k, sms=planner.device_sms(device_index))
+        out += [score_builder(sp, metric, exclude_self, DTYPES[rank_dtype]),
+                merge_builder(k, metric, rank_dtype, torch.int32, rescore=False, single=sp.single)]
     return out
 
 
@@ -262,7 +264,7 @@ class Call:
         if rows:
             self._prepare_seed(q_rank, db, rows, k, exclude_self, sms)
         self.score = _Score(p, q_rank, db.rank, db.col, k, db.metric, exclude_self, self.seed)
-        self.merge = launcher(*merge_builder(k, db.metric, db.rows.dtype, idx.dtype), late=("dist", "idx"))
+        self.merge = launcher(*merge_builder(k, db.metric, db.rows.dtype, idx.dtype, single=p.single), late=("dist", "idx"))
         self.merge_prepared = self.merge.prepare(dict(q=q_rows, x=db.rows, part_v=self.score.part_v,
                                                       part_i=self.score.part_i, dist=dist, idx=idx))
 
@@ -270,12 +272,13 @@ class Call:
         """Pass 1: the k-th best score over the first `rows` database rows, a bound on each query's k-th."""
         b, nq, d = q_rank.shape
         rank, col = db.sample(rows)
-        self.seed_score = _Score(planner.plan(b, nq, rows, d, k, sms=sms), q_rank, rank, col, k, db.metric, exclude_self)
+        sp = planner.plan(b, nq, rows, d, k, sms=sms)
+        self.seed_score = _Score(sp, q_rank, rank, col, k, db.metric, exclude_self)
         dev = q_rank.device
         # Every buffer a prepared launch points at is held here: a prepared launch keeps addresses, not tensors.
         self.seed_vals = torch.empty((b, nq, k), dtype=torch.float32, device=dev)
         self.seed_idx = torch.empty((b, nq, k), dtype=torch.int32, device=dev)
-        self.seed_merge = launcher(*merge_builder(k, db.metric, q_rank.dtype, torch.int32, rescore=False))
+        self.seed_merge = launcher(*merge_builder(k, db.metric, q_rank.dtype, torch.int32, rescore=False, single=sp.single))
         self.seed_merge_prepared = self.seed_merge.prepare(dict(q=q_rank, x=rank, part_v=self.seed_score.part_v,
                                                                 part_i=self.seed_score.part_i, dist=self.seed_vals,
                                                                 idx=self.seed_idx))

@@ -34,7 +34,12 @@ class Plan:
     splits: int  # S: database ranges
     tiles: int  # T: tiles per range
     lists: int  # partial lists per query: S * lists per range
-    lists_padded: int  # P of the workspace: lists rounded up to whole warps of the merge
+    lists_padded: int  # P of the workspace: one list as it is (the single-list merge), more rounded up to whole warps
+
+    @property
+    def single(self):
+        """Whether each query has one partial list (the merge then only rescores and sorts it)."""
+        return self.lists == 1
 
     @property
     def kwargs(self):
@@ -191,7 +196,7 @@ def plan(b, q, m, d, k, layout=None, sms=SMS, seeded=False, rows=None):
         block_q = 64 * params["row_groups"]
         s, t = splits_for(b * -(-q // block_q), -(-m // params["block_n"]), params["interleave"], sms, warm)
         lists = s * params["interleave"]
-    return Plan(layout, tuple(sorted(params.items())), s, t, lists, -(-lists // 32) * 32)
+    return Plan(layout, tuple(sorted(params.items())), s, t, lists, lists if lists == 1 else -(-lists // 32) * 32)
 
 
 @functools.lru_cache(maxsize=None)

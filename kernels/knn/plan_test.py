@@ -27,7 +27,14 @@ def test_splits_cover_the_database(b, q, m, d, k):
     p = plan.plan(b, q, m, d, k)
     block = p.kwargs.get("block_n") or 64 * p.kwargs["consumers"]
     assert p.splits * p.tiles * block >= m > (p.splits - 1) * p.tiles * block
-    assert p.lists_padded % 32 == 0 and p.lists_padded >= p.lists
+    assert p.lists_padded == 1 if p.single else p.lists_padded % 32 == 0 and p.lists_padded >= p.lists
+
+
+def test_one_list_per_query_is_merged_as_it_is():
+    """All-pairs at the headline shape: one range per query block, so the merge reads one list (no padding lists)."""
+    p = plan.plan(1, 65536, 65536, 128, 10, sms=132)
+    assert p.single and p.lists_padded == 1
+    assert not plan.plan(1, 128, 10_000_000, 128, 10, sms=132).single
 
 
 def test_search_splits_the_database_over_every_multiprocessor():

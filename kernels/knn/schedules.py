@@ -357,14 +357,17 @@ def cols_sm90a(d=128, block_q=16, stages=4, consumers=2, k=10, metric="l2", excl
     return kb.build()
 
 
-def merge(k=10, warps=4, metric="l2", dtype="bf16", index_dtype="i32", rescore=True, target="sm_90a", name=None):
+def merge(k=10, warps=4, metric="l2", dtype="bf16", index_dtype="i32", rescore=True, single=False, target="sm_90a",
+          name=None):
     """Final lists: one warp per query merges its P partial lists, rescores the k winners exactly, sorts them.
 
     Lane l inserts partial lists l, l + 32, ... (split order, so each lane's candidates
     arrive in index order) into its own list; a warp merge combines the lanes' lists;
     Rescore replaces the ranking scores by exact f32 scores from the rows (squared L2
     distance clamped at 0, inner product, or cosine similarity), and a sort restores
-    the order (ties to the smaller index). Lane 0 writes the result.
+    the order (ties to the smaller index). Lane 0 writes the result. `single` is the form
+    for P = 1 (one range of one list per query, as all-pairs problems split): every lane
+    reads that list, and no lane inserts or merges.
     """
     if metric not in METRICS:
         raise ValueError("metric must be one of %s, got %r" % (METRICS, metric))
@@ -378,7 +381,11 @@ def merge(k=10, warps=4, metric="l2", dtype="bf16", index_dtype="i32", rescore=T
     q_n = kb.symbol("Q", min=1, max=1 << 26, doc="queries per problem")
     m = kb.symbol("M", min=1, max=MAX_M, doc="database rows per problem")
     dd = kb.symbol("D", min=1, max=1 << 12, doc="features (the rescore loops over them at run time)")
-    p_n = kb.symbol("P", min=32, max=1 << 20, doc="partial lists per query, padded to whole warps")
+    if single:
+        p_n = kb.symbol("P", min=1, max=1, doc="partial lists per query: one")
+    else:
+        p_n = kb.symbol("P", min=32, max=1 << 20, doc="partial lists per query, padded to whole warps")
+        kb.require(p_n % 32 == 0, "lanes take whole rounds of partial lists (padding lists hold the worst score, index -1)")
     kk = kb.symbol("k", min=k, max=k, value=k, doc="neighbours per query (the kernel is specialized to it)")
     what = {"l2": "||q[b, i] - x[b, j]||^2 (smallest)", "ip": "q[b, i].x[b, j] (largest)",
             "cos": "cos(q[b, i], x[b, j]) (largest)"}[metric]
@@ -391,7 +398,6 @@ def merge(k=10, warps=4, metric="l2", dtype="bf16", index_dtype="i32", rescore=T
         metric="recall",
         tolerance=0.99,
     )
-    kb.require(p_n % 32 == 0, "lanes take whole rounds of partial lists (padding lists hold the worst score, index -1)")
     q = kb.tensor("q", dtype, [b, q_n, dd], doc="queries")
     x = kb.tensor("x", dtype, [b, m, dd], doc="database rows")
     part_v = kb.tensor("part_v", "f32", [b, p_n, q_n, kk], doc="partial lists' ranking scores, best first")
@@ -400,21 +406,27 @@ def merge(k=10, warps=4, metric="l2", dtype="bf16", index_dtype="i32", rescore=T
     idx = kb.tensor("idx", index_dtype, [b, q_n, kk], access="write", doc="database rows of the neighbours")
     kb.grid(ceil_div(q_n, warps), b)
     worst = -INF if largest(metric) else INF
-    cand_v = kb.registers("cand_v", "f32", [k], layout="per_thread", owner="main")
-    cand_i = kb.registers("cand_i", "i32", [k], layout="per_thread", owner="main")
     best_v = kb.registers("best_v", "f32", [k], layout="per_thread", owner="main")
     best_i = kb.registers("best_i", "i32", [k], layout="per_thread", owner="main")
+    if not single:
+        cand_v = kb.registers("cand_v", "f32", [k], layout="per_thread", owner="main")
+        cand_i = kb.registers("cand_i", "i32", [k], layout="per_thread", owner="main")
     rescore_metric = {"l2": "l2", "ip": "inner_product", "cos": "cosine"}[metric]
     with kb.role("main", "compute", warps=warps) as r:
         bi, qi = block.y, block.x * warps + r.warp
-        r.fill(best_v.all, worst)
-        r.fill(best_i.all, -1)
-        with r.loop("c", 0, p_n // 32, unroll=4) as c:
-            r.copy(part_v[bi, c * 32 + r.lane, qi, 0], cand_v.all)
-            r.copy(part_i[bi, c * 32 + r.lane, qi, 0], cand_i.all)
-            r.top_k(cand_v.all, 0, k, 0, best_v.all, best_i.all, "thread", largest=largest(metric), src_indices=cand_i.all)
-        r.top_k_merge(best_v.all, best_i.all, k, "warp", largest=largest(metric))
-        with r.if_(qi < q_n):
+        with r.if_(qi < q_n):  # the whole warp, or none of it: the merges and Rescore below are warp-collective
+            if single:
+                r.copy(part_v[bi, 0, qi, 0], best_v.all)
+                r.copy(part_i[bi, 0, qi, 0], best_i.all)
+            else:
+                r.fill(best_v.all, worst)
+                r.fill(best_i.all, -1)
+                with r.loop("c", 0, p_n // 32, unroll=4) as c:
+                    r.copy(part_v[bi, c * 32 + r.lane, qi, 0], cand_v.all)
+                    r.copy(part_i[bi, c * 32 + r.lane, qi, 0], cand_i.all)
+                    r.top_k(cand_v.all, 0, k, 0, best_v.all, best_i.all, "thread", largest=largest(metric),
+                            src_indices=cand_i.all)
+                r.top_k_merge(best_v.all, best_i.all, k, "warp", largest=largest(metric))
             if rescore:
                 r.rescore(best_v.all, best_i.all, q[bi, qi, 0], x[bi, 0, 0], rescore_metric)
                 r.top_k_merge(best_v.all, best_i.all, k, "thread", largest=largest(metric))

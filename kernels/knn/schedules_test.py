@@ -53,6 +53,17 @@ def test_merge_kernel_verifies_and_keeps_its_lists_in_registers(kw):
     _lists_indexed_by_literals(lower(kernel).source, "best_v", "best_i", "cand_v", "cand_i")
 
 
+@pytest.mark.parametrize("rescore", [True, False])
+def test_single_list_merge_reads_the_one_list_in_every_lane_and_merges_nothing(rescore):
+    kernel = schedules.merge(k=10, single=True, rescore=rescore)
+    _clean(kernel)
+    assert [t.scope for _, t in _ops(kernel, "top_k")] == ([ir_pb2.SCOPE_THREAD] if rescore else [])  # the re-sort only
+    source = lower(kernel).source
+    assert "merge_lanes" not in source and ("cake::topk::rescore<" in source) == rescore
+    (p,) = [s for s in kernel.contract.symbols if s.name == "P"]
+    assert (p.min, p.max) == (1, 1)
+
+
 def test_rows_kernel_inserts_per_thread_in_the_tile_loop_and_merges_once_after_it():
     kernel = schedules.rows_sm90a(exclude_self=True)
     tops = _ops(kernel, "top_k")

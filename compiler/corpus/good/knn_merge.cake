@@ -70,33 +70,39 @@ kernel knn_merge {
     align_bytes: 16
     doc: "database rows of the neighbours"
   }
-  region cand_v { space: register  dtype: f32  shape: [10]  layout: per_thread  owner: "main" }
-  region cand_i { space: register  dtype: i32  shape: [10]  layout: per_thread  owner: "main" }
   region best_v { space: register  dtype: f32  shape: [10]  layout: per_thread  owner: "main" }
   region best_i { space: register  dtype: i32  shape: [10]  layout: per_thread  owner: "main" }
+  region cand_v { space: register  dtype: f32  shape: [10]  layout: per_thread  owner: "main" }
+  region cand_i { space: register  dtype: i32  shape: [10]  layout: per_thread  owner: "main" }
   role main {
     kind: compute
     warps: 4
-    fill { dst: best_v  value: inf }
-    fill { dst: best_i  value: -1.0 }
-    loop c in 0 .. P / 32 {
-      unroll: 4
-      copy { src_global: part_v[block.y, c * 32 + lane, block.x * 4 + warp, 0]  dst_tile: cand_v }
-      copy { src_global: part_i[block.y, c * 32 + lane, block.x * 4 + warp, 0]  dst_tile: cand_i }
-      top_k {
-        src: cand_v
-        k: 10
-        index_base: 0
-        values: best_v
-        indices: best_i
-        scope: thread
-        src_indices: cand_i
-      }
-    }
-    top_k { src: best_v  k: 10  values: best_v  indices: best_i  scope: warp }
     branch {
       cond: block.x * 4 + warp < Q
       then_body {
+        fill { dst: best_v  value: inf }
+        fill { dst: best_i  value: -1.0 }
+        loop c in 0 .. P / 32 {
+          unroll: 4
+          copy {
+            src_global: part_v[block.y, c * 32 + lane, block.x * 4 + warp, 0]
+            dst_tile: cand_v
+          }
+          copy {
+            src_global: part_i[block.y, c * 32 + lane, block.x * 4 + warp, 0]
+            dst_tile: cand_i
+          }
+          top_k {
+            src: cand_v
+            k: 10
+            index_base: 0
+            values: best_v
+            indices: best_i
+            scope: thread
+            src_indices: cand_i
+          }
+        }
+        top_k { src: best_v  k: 10  values: best_v  indices: best_i  scope: warp }
         rescore {
           values: best_v
           indices: best_i

@@ -186,6 +186,15 @@ def _rescore_rows(ctx, site):
         yield Finding(site.path + ".database", "the database origin is row 0, feature 0: entry j is row j")
 
 
+def _lane_uniform_load(ctx, copy):
+    """Whether a copy loads a per_thread list from global memory at coordinates no lane- or thread-dependent
+    symbol enters: every lane of a warp then holds the same list."""
+    region = ctx.region(copy.dst_tile.region)
+    if copy.WhichOneof("src") != "src_global" or region is None or region.layout != L.FRAGMENT_LAYOUT_PER_THREAD:
+        return False
+    return not any({"lane", "thread", "elected"} & exprs.names(c) for c in copy.src_global.coords)
+
+
 def _flow(ctx, body, path, state, out, depth=0):
     """Walk ops in program order tracking, per list region, where it was last merged across threads.
 
@@ -213,7 +222,10 @@ def _flow(ctx, body, path, state, out, depth=0):
         elif kind in ("fill", "elementwise"):  # every element overwritten: the lists start again
             state.pop(msg.dst.region, None)
         elif kind == "copy" and msg.WhichOneof("dst") == "dst_tile":
-            state.pop(msg.dst_tile.region, None)
+            if _lane_uniform_load(ctx, msg):
+                state[msg.dst_tile.region] = ("warp", node)  # every lane reads the same list: as after a warp merge
+            else:
+                state.pop(msg.dst_tile.region, None)
         elif kind == "top_k":
             name = msg.values.region
             last = state.get(name)
@@ -261,7 +273,8 @@ def merged_twice(ctx):
 @rule(
     "CAKE-DATA-010", "data consistency", "error",
     doc="A Rescore's lists are the same in every lane of the warp: the last TopK on them since their fill is a "
-    "merge with scope warp (the lanes split each row's features).",
+    "merge with scope warp, or no TopK followed a load that every lane makes from the same global address (the "
+    "lanes split each row's features).",
     fix_hint="Merge the per-thread lists with a scope-warp merge-only top_k right before the rescore.",
 )
 def rescore_uniform(ctx):

@@ -195,12 +195,15 @@ CAKE_DEVICE float warp_sum(float x) {
 
 // Rescore list [OFF, OFF + K), the same in every lane of the warp: lane l takes features
 // l, l + 32, ... < d of the query row q and of database row ix[s] (x + ix[s] * d); an index
-// outside [0, rows) gets the worst score. The feature loop runs to d at run time (the query's
-// features are re-read from L1 for each entry rather than held in registers).
+// outside [0, rows) gets the worst score. Entries go in chunks of C: per chunk the feature loop
+// (run time, to d) is the outer one and the chunk's entries the inner, unrolled one, so each step
+// issues C independent row loads (one memory latency per step, not one per entry) while the
+// chunk's row pointers and sums stay few registers. An invalid entry reads row 0 (rows >= 1).
 template <int K, int METRIC, int OFF, int N, typename TQ, typename TX>
 CAKE_DEVICE void rescore(float (&v)[N], const int (&ix)[N], const TQ* __restrict__ q, const TX* __restrict__ x,
                          long long rows, long long d) {
   constexpr bool LARGEST = METRIC != kL2;
+  constexpr int C = 8;
   const int lane = threadIdx.x & 31;
   float qq = 0.0f;
   if (METRIC == kCosine) {
@@ -211,34 +214,48 @@ CAKE_DEVICE void rescore(float (&v)[N], const int (&ix)[N], const TQ* __restrict
     qq = warp_sum(qq);
   }
 #pragma unroll
-  for (int s = 0; s < K; ++s) {
-    const int j = ix[OFF + s];
-    const bool valid = j >= 0 && j < rows;
-    const TX* row = x + (valid ? (long long)j : 0ll) * d;
-    float acc = 0.0f, xx = 0.0f;
-    if (valid) {
-#pragma unroll 4
-      for (long long f = lane; f < d; f += 32) {
-        const float qf = to_float(q[f]);
-        const float xf = to_float(row[f]);
-        if (METRIC == kL2) {
-          const float diff = qf - xf;
-          acc = fmaf(diff, diff, acc);
-        } else {
-          acc = fmaf(qf, xf, acc);
-          xx = fmaf(xf, xf, xx);
+  for (int s0 = 0; s0 < K; s0 += C) {
+    const TX* row[C];
+    float acc[C], xx[C];
+#pragma unroll
+    for (int c = 0; c < C; ++c) {
+      const int j = s0 + c < K ? ix[OFF + (s0 + c < K ? s0 + c : 0)] : 0;
+      row[c] = x + (j >= 0 && j < rows ? (long long)j : 0ll) * d;
+      acc[c] = 0.0f;
+      xx[c] = 0.0f;
+    }
+#pragma unroll 2
+    for (long long f = lane; f < d; f += 32) {
+      const float qf = to_float(q[f]);
+#pragma unroll
+      for (int c = 0; c < C; ++c) {
+        if (s0 + c < K) {
+          const float xf = to_float(row[c][f]);
+          if (METRIC == kL2) {
+            const float diff = qf - xf;
+            acc[c] = fmaf(diff, diff, acc[c]);
+          } else {
+            acc[c] = fmaf(qf, xf, acc[c]);
+            if (METRIC == kCosine) xx[c] = fmaf(xf, xf, xx[c]);
+          }
         }
       }
     }
-    acc = warp_sum(acc);
-    float score = acc;
-    if (METRIC == kL2) score = fmaxf(acc, 0.0f);
-    if (METRIC == kCosine) {
-      xx = warp_sum(xx);
-      const float norms = sqrtf(qq) * sqrtf(xx);
-      score = norms > 0.0f ? acc / norms : 0.0f;
+#pragma unroll
+    for (int c = 0; c < C; ++c) {
+      if (s0 + c < K) {
+        const int s = s0 + c < K ? s0 + c : 0;
+        const int j = ix[OFF + s];
+        const float dot = warp_sum(acc[c]);
+        float score = dot;
+        if (METRIC == kL2) score = fmaxf(dot, 0.0f);
+        if (METRIC == kCosine) {
+          const float norms = sqrtf(qq) * sqrtf(warp_sum(xx[c]));
+          score = norms > 0.0f ? dot / norms : 0.0f;
+        }
+        v[OFF + s] = j >= 0 && j < rows ? score : worst<LARGEST>();
+      }
     }
-    v[OFF + s] = valid ? score : worst<LARGEST>();
   }
 }
 
