@@ -131,13 +131,7 @@ def load(kernel, what=None):
         return compiled
     what = what or kernel.name
     target = target_of(kernel)
-    if (what, target) not in _warned:
-        _warned.add((what, target))
-        warnings.warn(JitCompile(
-            "no prebuilt %s kernel %s (IR %s) in %s: compiling it with nvcc now (once per machine, then cached); "
-            "build them ahead of time (e.g. `bazel build //kernels/kmeans:assign_prebuilt`) or set %s to a store "
-            "that has them"
-            % (target, what, ir_hash(kernel)[:12], os.pathsep.join(search_path()), ENV)), stacklevel=2)
+    warn_jit(kernel, what)
     from compiler.build import nvcc
     from compiler.build.driver import build
 
@@ -148,6 +142,20 @@ def load(kernel, what=None):
     if not result.ok:
         raise NoKernel("%s for %s failed to build: %s" % (what, target, "; ".join(d.message for d in result.diagnostics)))
     return result.compiled
+
+
+def warn_jit(kernel, what=None, build_hint="e.g. `bazel build //kernels/kmeans:assign_prebuilt`"):
+    """Warn (JitCompile, once per name and target) that `kernel` has no prebuilt artifact and is compiled here;
+    `build_hint` says how to build it ahead of time."""
+    what = what or kernel.name
+    target = target_of(kernel)
+    if (what, target) in _warned:
+        return
+    _warned.add((what, target))
+    warnings.warn(JitCompile(
+        "no prebuilt %s kernel %s (IR %s) in %s: compiling it with nvcc now (once per machine, then cached); "
+        "build them ahead of time (%s) or set %s to a store that has them"
+        % (target, what, ir_hash(kernel)[:12], os.pathsep.join(search_path()), build_hint, ENV)), stacklevel=3)
 
 
 def write(store, compiled):

@@ -44,13 +44,14 @@ GRAPHS = os.environ.get("CAKE_KNN_GRAPHS", "1") != "0"
 HERE = os.path.dirname(os.path.abspath(__file__))
 DOMAIN = Domain.load(os.path.join(HERE, "domain.json"))
 TUNING_DIR = os.path.join(HERE, "tuning")
+PREBUILT_HINT = "`bazel build //kernels/knn:search_prebuilt` builds the kernels of the domain's cells and tuned shapes"
 # Whether torch's current stream is capturing a CUDA graph (the C entry point: no wrapper on the per-call path).
 _capturing = torch._C._cuda_isCurrentStreamCapturing if torch.backends.cuda.is_built() else (lambda: False)
 
 
 def compiled(builder, params):
     """The CompiledKernel of a schedule and parameters: prebuilt when a store has it, else built once (nvcc,
-    then the compile cache).
+    after a JitCompile warning naming the Bazel target that prebuilds the common ones, then the compile cache).
 
     A kernel is verified before nvcc builds it (a schedule the planner got wrong must not reach the
     GPU, where a broken protocol hangs); a compile-cache hit was verified when it was built.
@@ -65,6 +66,7 @@ def compiled(builder, params):
         diags = verify(kernel)
         if has_errors(diags):
             raise RuntimeError("knn kernel %s does not verify: %s" % (kernel.name, "; ".join(d.message for d in diags)))
+        prebuilt.warn_jit(kernel, "knn %s %s" % (builder, dict(params)), PREBUILT_HINT)
         result = driver.build(kernel, cache)
     if not result.ok:
         raise RuntimeError("knn kernel %s failed to build: %s" % (kernel.name, "; ".join(d.message for d in result.diagnostics)))
