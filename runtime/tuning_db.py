@@ -71,3 +71,12 @@ def select(paths, op, device, toolchain):
         if db.op == op and db.device == device:
             dbs.append(db)
     return sorted(dbs, key=lambda db: db.toolchain != toolchain)
+
+
+def user_path(name, device):
+    """Where an op's user tuning database (shapes autotuned on this machine, by `name` and device) lives:
+    compiler/locations.py's state directory, tuning/<name>_<device>.json."""
+    from compiler import locations
+
+    safe = "".join(ch if ch.isalnum() else "_" for ch in device)
+    return os.path.join(locations.state_dir(), "tuning", "%s_%s.json" % (name, safe))

@@ -35,7 +35,7 @@ from kernels.kmeans import reference, variants
 from runtime.compiled import CompiledKernelRunner
 from runtime.fast_launch import FastLaunch
 from runtime.shape_domain import Domain
-from runtime.tuning_db import TuningDB, select
+from runtime.tuning_db import TuningDB, select, user_path
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DOMAIN = Domain.load(os.path.join(HERE, "domain.json"))
@@ -356,10 +356,7 @@ def autotune(x, c, top=3, reps=5):
 
 
 def user_db_path(index):
-    from compiler import locations
-
-    safe = "".join(ch if ch.isalnum() else "_" for ch in device_name(index))
-    return os.path.join(locations.state_dir(), "tuning", "kmeans_assign_%s.json" % safe)
+    return user_path("kmeans_assign", device_name(index))
 
 
 def _save_user_entry(index, shape, variant, times):

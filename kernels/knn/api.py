@@ -162,12 +162,23 @@ def _knn_impl(q3, x3, k, metric, exclude_self, index_int64, config=None):
         db.release()
 
 
-def _check_config(config):
+def _check_config(config, autotune=False):
     if config is not None and not isinstance(config, (str, variants.Variant)):
         raise ValueError("config must be a variant name (str) or a kernels.knn.variants.Variant, got %r" % (config,))
     if config is not None:
         variants.named(config)  # ValueError naming the known variants
+    if not isinstance(autotune, bool):
+        raise ValueError("autotune must be a bool, got %r" % (autotune,))
+    if autotune and config is not None:
+        raise ValueError("config forces a variant and autotune=True measures them: give one or the other")
     return config.name if isinstance(config, variants.Variant) else config
+
+
+def _autotune(q3, m, k, exclude_self, index_dtype, database):
+    """Measure the variants of this exact search once per shape and device (eager calls, k on the kernels);
+    `database()` makes the Database to time them on."""
+    if k <= MAX_K and not _compiling() and not dispatch.autotuned(q3, m, k):
+        dispatch.autotune(q3, database(), k, exclude_self, index_dtype)
 
 
 # -- custom ops -------------------------------------------------------------------------------
@@ -205,7 +216,8 @@ def _result(dist, idx, squeeze, return_distances):
     return (dist, idx) if return_distances else idx
 
 
-def knn(q, x, k, *, metric="l2", return_distances=True, exclude_self=False, index_dtype=torch.int32, config=None):
+def knn(q, x, k, *, metric="l2", return_distances=True, exclude_self=False, index_dtype=torch.int32, config=None,
+        autotune=False):
     """The k nearest database rows of every query: (dist float32 [..., Q, k], idx [..., Q, k]).
 
     q: [Q, D] or [B, Q, D] queries; x: [M, D] or [B, M, D] database rows (the same dtype,
@@ -216,17 +228,22 @@ def knn(q, x, k, *, metric="l2", return_distances=True, exclude_self=False, inde
     row i (Q == M) and is not its own neighbour. Ties go to the smaller index.
     return_distances=False returns idx only. config: a variant of kernels/knn/variants.py
     (name or Variant) instead of the dispatcher's choice (kernels/knn/dispatch.py).
+    autotune=True: the first call of a shape (on a device) times the best-ranked variants on these
+    inputs and remembers the fastest, for this process and later ones (eager calls, k <= 32).
     """
     metric = _check_metric(metric)
     _check_options(k, index_dtype, return_distances)
-    config = _check_config(config)
+    config = _check_config(config, autotune)
     _check_tensor("q", q)
     _check_database(x)
     _check_queries(q, tuple(x.shape), x.dtype, x.device, k, exclude_self)
     squeeze = q.dim() == 2
-    q3, x3 = (q[None], x[None]) if squeeze else (q, x)
+    q3, x3 = ((q[None], x[None]) if squeeze else (q, x))
+    q3, x3 = q3.contiguous(), x3.contiguous()
+    if autotune:
+        _autotune(q3, x3.shape[1], k, exclude_self, index_dtype, lambda: knn_rows.Database(x3, metric))
     op = _knn_op if _compiling() else _knn_impl  # eager calls skip the custom op's dispatch
-    dist, idx = op(q3.contiguous(), x3.contiguous(), k, metric, exclude_self, index_dtype == torch.int64, config)
+    dist, idx = op(q3, x3, k, metric, exclude_self, index_dtype == torch.int64, config)
     return _result(dist, idx, squeeze, return_distances)
 
 
@@ -250,14 +267,18 @@ class KnnIndex:
     def shape(self):
         return self._x_shape
 
-    def search(self, q, k, *, return_distances=True, exclude_self=False, index_dtype=torch.int32, config=None):
-        """The k best database rows for each query of q ([Q, D], or [B, Q, D] for a batched index)."""
+    def search(self, q, k, *, return_distances=True, exclude_self=False, index_dtype=torch.int32, config=None,
+               autotune=False):
+        """The k best database rows for each query of q ([Q, D], or [B, Q, D] for a batched index); config and
+        autotune as for `knn`."""
         _check_options(k, index_dtype, return_distances)
-        config = _check_config(config)
+        config = _check_config(config, autotune)
         _check_queries(q, self._x_shape, self._dtype, self._device, k, exclude_self)
         squeeze = q.dim() == 2
         q3 = q[None] if squeeze else q
         db = self._db
+        if autotune:
+            _autotune(q3.contiguous(), db.shape[1], k, exclude_self, index_dtype, lambda: db)
         if _compiling():
             dist, idx = _search_op(q3.contiguous(), db.rank, db.rows, db.col, db.max_norm(), k, self.metric, exclude_self,
                                    index_dtype == torch.int64, config)

@@ -34,7 +34,7 @@ from kernels.knn import schedules, torch_path, variants
 from runtime.compiled import CompiledKernelRunner
 from runtime.fast_launch import FastLaunch
 from runtime.shape_domain import Domain
-from runtime.tuning_db import select
+from runtime.tuning_db import TuningDB, select, user_path
 
 DTYPES = {torch.bfloat16: "bf16", torch.float16: "f16", torch.float32: "f32"}
 INDEX_DTYPES = {torch.int32: "i32", torch.int64: "i64"}
@@ -159,10 +159,15 @@ def bucket_key(b, q, m, d, k):
 
 
 class Picker:
-    """Shape -> (variant or None for the planner's own choice, how it was chosen), memoised per exact shape."""
+    """Shape -> (variant or None for the planner's own choice, how it was chosen), memoised per exact shape.
+
+    In order: an exact shape autotuned on this device (`exact`: in this process, or read from the
+    user's tuning database), the tuning databases' entry for the shape's bucket, the planner.
+    """
 
     def __init__(self, dbs=()):
         self.dbs = list(dbs)
+        self.exact = {}  # (b, q, m, d, k) -> Variant measured on this device by autotune
         self._memo = {}
 
     def pick(self, b, q, m, d, k, sms=planner.SMS):
@@ -173,6 +178,9 @@ class Picker:
         return hit
 
     def _choose(self, b, q, m, d, k, sms):
+        v = self.exact.get((b, q, m, d, k))
+        if v is not None and v.plan(b, q, m, d, k, sms) is not None:
+            return v, "autotuned"
         bucket = bucket_key(b, q, m, d, k)
         for db in self.dbs:
             v = variants.BY_NAME.get(db.lookup(bucket))
@@ -180,12 +188,30 @@ class Picker:
                 return v, "tuned (%s, bucket %s)" % (os.path.basename(db.path or "database"), bucket)
         return None, "planner (cost model)"
 
+    def ranked(self, b, q, m, d, k, sms=planner.SMS):
+        """The variants that fit a shape, best first as far as known: its bucket's measured times (fastest
+        first), then the variant the planner's own choice is, then the rest in variants.ALL's order."""
+        fits = [v for v in variants.ALL if v.plan(b, q, m, d, k, sms) is not None]
+        bucket = bucket_key(b, q, m, d, k)
+        measured = {}
+        for db in self.dbs:
+            for name, ms in (db.entries.get(bucket) or {}).get("times_ms", {}).items():
+                measured.setdefault(name, ms)
+        p, rows = plans(b, q, m, d, k, None, sms)
+        own = variants.of_plan(p, bool(rows))
+        return sorted(fits, key=lambda v: (measured.get(v.name, float("inf")), v is not own, variants.ALL.index(v)))
+
+    def remember(self, b, q, m, d, k, variant):
+        self.exact[(b, q, m, d, k)] = variant
+        self._memo = {key: hit for key, hit in self._memo.items() if key[:5] != (b, q, m, d, k)}
+
 
 _pickers = {}
 
 
 def picker(device_index):
-    """The Picker of a device: the tuning databases measured on a GPU of its name (none on the CPU)."""
+    """The Picker of a device: the tuning databases measured on a GPU of its name and the shapes autotuned on
+    one (none on the CPU)."""
     p = _pickers.get(device_index)
     if p is None:
         try:
@@ -194,14 +220,41 @@ def picker(device_index):
             name = None
         paths = sorted(os.path.join(TUNING_DIR, f) for f in os.listdir(TUNING_DIR) if f.endswith(".json"))
         p = _pickers[device_index] = Picker(select(paths, DOMAIN.op, name, "") if name else ())
+        if name:
+            _load_user_entries(p, name)
     return p
+
+
+def _load_user_entries(p, device):
+    """Shapes autotuned by earlier processes on a device of this name (the user's tuning database)."""
+    try:
+        db = TuningDB.load(user_path(DOMAIN.op, device))
+    except (OSError, ValueError):
+        return
+    for entry in db.entries.values():
+        v, s = variants.BY_NAME.get(entry.get("variant")), entry.get("shape", {})
+        if v is not None and all(n in s for n in "BQMDk"):
+            p.exact[(s["B"], s["Q"], s["M"], s["D"], s["k"])] = v
+
+
+def _save_user_entry(device, shape, variant, times):
+    path = user_path(DOMAIN.op, device)
+    try:
+        db = TuningDB.load(path) if os.path.exists(path) else TuningDB(DOMAIN.op, device, "", made={
+            "by": "knn(autotune=True) / KnnIndex.search(autotune=True)"})
+        key = "exact/B%(B)d/Q%(Q)d/M%(M)d/D%(D)d/k%(k)d" % shape
+        db.remember(key, variant.name, shape, times, "autotune: the shape's best-ranked variants, CUDA events")
+        db.save(path)
+    except (OSError, ValueError):
+        pass  # an unwritable or unreadable state directory loses only the memory across processes
 
 
 def choose(b, q, m, d, k, device_index=None, layout=None, plan=None, seed=None, config=None):
     """(plan, sample rows or 0, how): what a search of these sizes runs (d: the ranking rows' width).
 
-    In order: `config` (a variant forced by name), `plan`/`layout`/`seed` (forced pieces), the tuning
-    database's variant for the shape's bucket, the planner's own choice.
+    In order: `config` (a variant forced by name), `plan`/`layout`/`seed` (forced pieces), the Picker's
+    (a variant autotuned for the exact shape, the tuning database's for the shape's bucket), the
+    planner's own choice.
     """
     sms = planner.device_sms(device_index)
     if config is not None:
@@ -226,9 +279,62 @@ def explain(b, q, m, d, k, dtype=torch.bfloat16, device_index=None):
         return {"path": "torch (k > %d)" % planner.MAX_K, "variant": None, "how": "k", "splits": 0, "seed_rows": 0}
     rank_d, _ = rank_shape(d, dtype)
     p, rows, how = choose(b, q, m, rank_d, k, device_index)
-    name = ("cols" if p.layout == "cols" else "rows_r%(row_groups)d_c%(interleave)d_n%(block_n)d" % p.kwargs) + (
-        "+seed" if rows else "+noseed")
-    return {"path": "kernels", "variant": name, "how": how, "splits": p.splits, "seed_rows": rows}
+    return {"path": "kernels", "variant": variants.name_of(p, bool(rows)), "how": how, "splits": p.splits,
+            "seed_rows": rows}
+
+
+def time_search(run, reps):
+    """Milliseconds per call of `run` (a search), back to back, by CUDA events after two warm-up calls (the first
+    builds and prepares its launches, the second captures its graph)."""
+    run()
+    run()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for _ in range(reps):
+        run()
+    end.record()
+    end.synchronize()
+    return start.elapsed_time(end) / reps
+
+
+def autotuned(q3, m, k):
+    """Whether this device already has a variant measured for the exact shape of searching M rows for q3 at k."""
+    b, nq, d = q3.shape
+    return (b, nq, m, rank_shape(d, q3.dtype)[0], k) in picker(q3.device.index).exact
+
+
+def autotune(q3, db, k, exclude_self=False, index_dtype=torch.int32, top=4, reps=5):
+    """Time the `top` best-ranked variants (Picker.ranked) on this search, remember the fastest for its exact
+    shape on this device; its name.
+
+    The winner is kept for this process and written to the user's tuning database (compiler/locations.py's
+    state directory), which later processes on a GPU of the same name read. k past the register lists has
+    no variants: ValueError.
+    """
+    if k > planner.MAX_K:
+        raise ValueError("autotune picks among kernel variants, which hold k <= %d; k=%d runs on the exact torch path"
+                         % (planner.MAX_K, k))
+    b, nq, d = q3.shape
+    m = db.shape[1]
+    index = q3.device.index
+    rank_d, _ = rank_shape(d, q3.dtype)
+    pick = picker(index)
+    dist = torch.empty((b, nq, k), dtype=torch.float32, device=q3.device)
+    idx = torch.empty((b, nq, k), dtype=index_dtype, device=q3.device)
+    times = {}
+    for v in pick.ranked(b, nq, m, rank_d, k, planner.device_sms(index))[:top]:
+        try:
+            times[v.name] = time_search(lambda v=v: search_into(q3, db, k, exclude_self, dist, idx, config=v), reps)
+        except RuntimeError:  # a variant that cannot be built or loaded here is no candidate
+            continue
+    if not times:
+        raise RuntimeError("autotune: no variant of this search (B=%d, Q=%d, M=%d, D=%d, k=%d) could be built here"
+                           % (b, nq, m, d, k))
+    best = variants.BY_NAME[min(times, key=times.get)]
+    pick.remember(b, nq, m, rank_d, k, best)
+    db.calls.clear()  # searches prepared before now run the previous choice
+    _save_user_entry(torch.cuda.get_device_name(index), {"B": b, "Q": nq, "M": m, "D": rank_d, "k": k}, best, times)
+    return best.name
 
 
 class _Score:

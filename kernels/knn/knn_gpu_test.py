@@ -240,3 +240,54 @@ def test_variants_that_fit_pass_the_oracle():
 
         result = check_kernel(contract, launch)
         assert result.passed, (v.name, result.message)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("metric", ["l2", "cosine"])
+def test_one_list_per_query_merges_as_it_is(metric):
+    """A split of one range per query block (as all-pairs problems run) takes the single-list merge."""
+    import torch
+
+    from kernels.knn import api, dispatch
+    from kernels.knn import plan as planner
+    from kernels.knn.contract import knn_contract
+    from runtime.check import check_kernel
+
+    shape = {"B": 2, "Q": 300, "M": 5000, "D": 96, "k": 9, "metric": metric}
+    p = planner.plan(2, 300, 5000, 96, 9, sms=1)  # one multiprocessor: one range
+    assert p.single
+
+    def launch(outputs, inputs):
+        index = api.KnnIndex(inputs[1], metric=metric)
+        dispatch.search_into(inputs[0], index._db, 9, False, outputs[0], outputs[1], plan=p, seed=False)
+
+    result = check_kernel(knn_contract([shape], torch.bfloat16), launch)
+    assert result.passed, result.message
+
+
+@pytest.mark.gpu
+def test_autotune_measures_the_candidates_once_and_keeps_the_fastest(tmp_path, monkeypatch):
+    import torch
+
+    from kernels.knn import api, dispatch
+    from kernels.knn.contract import knn_contract
+    from runtime.check import check_kernel
+
+    monkeypatch.setenv("CAKE_STATE_DIR", str(tmp_path))
+    monkeypatch.setattr(dispatch, "_pickers", {})
+    shape = {"B": 1, "Q": 100, "M": 30_000, "D": 64, "k": 6, "metric": "l2"}
+    tuned = []
+    real = dispatch.autotune
+    monkeypatch.setattr(dispatch, "autotune", lambda *a, **kw: tuned.append(real(*a, **kw)) or tuned[-1])
+
+    def launch(outputs, inputs):
+        dist, idx = api.knn(inputs[0], inputs[1], 6, autotune=True)
+        outputs[0].copy_(dist)
+        outputs[1].copy_(idx)
+
+    result = check_kernel(knn_contract([shape], torch.bfloat16), launch)
+    assert result.passed, result.message
+    assert len(tuned) == 1  # the checker's many calls of one shape measure it once
+    device = torch.cuda.current_device()
+    v, how = dispatch.picker(device).pick(1, 100, 30_000, 64, 6, dispatch.planner.device_sms(device))
+    assert how == "autotuned" and v.name == tuned[0]

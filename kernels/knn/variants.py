@@ -52,6 +52,17 @@ class Variant:
             return None
 
 
+def name_of(p, seeded):
+    """The variant name of a Plan (plan.py) and its seeding choice (the name `Variant.name` would give it)."""
+    base = "cols" if p.layout == "cols" else "rows_r%(row_groups)d_c%(interleave)d_n%(block_n)d" % p.kwargs
+    return base + ("+seed" if seeded else "+noseed")
+
+
+def of_plan(p, seeded):
+    """The named Variant a Plan and seeding choice are, or None when the plan is none of them."""
+    return BY_NAME.get(name_of(p, seeded))
+
+
 ALL = tuple(Variant("rows", r, c, bn, seed) for r, c, bn in ROWS for seed in (False, True)) + (
     Variant("cols", seed=False), Variant("cols", seed=True))
 BY_NAME = {v.name: v for v in ALL}
