@@ -44,12 +44,19 @@ def _fail(message):
 
 def compile_expr(expr, depth=0):
     """A closure env -> int for `expr`; it raises ExprError when the expression has no value."""
+    fn, leaf = _compile(expr, depth)
+    return fn
+
+
+def _compile(expr, depth):
+    """(closure, leaf): leaf is ("int", value) or ("sym", name) for a leaf or a constant subexpression (its
+    parent reads it inline rather than calling its closure), else None."""
     kind = expr.WhichOneof("kind")
     if depth > MAX_DEPTH:
-        return _fail("expression nested too deeply")
+        return _fail("expression nested too deeply"), None
     if kind == "int":
         value = expr.int
-        return lambda env: value
+        return (lambda env: value), ("int", value)
     if kind == "sym":
         name = expr.sym
 
@@ -59,25 +66,64 @@ def compile_expr(expr, depth=0):
             except KeyError:
                 raise ExprError("unbound symbol %r" % name) from None
 
-        return sym
+        return sym, ("sym", name)
     if kind == "binary":
         fn = OPERATORS.get(expr.binary.op)
         if fn is None:
-            return _fail("unset binary operator")
-        lhs = compile_expr(expr.binary.lhs, depth + 1)
-        rhs = compile_expr(expr.binary.rhs, depth + 1)
+            return _fail("unset binary operator"), None
+        lhs = _compile(expr.binary.lhs, depth + 1)
+        rhs = _compile(expr.binary.rhs, depth + 1)
+        return _binary(fn, lhs, rhs)
+    return _fail("empty expression"), None
 
-        def binary(env):
+
+def _binary(fn, lhs, rhs):
+    """The closure of fn(lhs, rhs), reading constant and symbol operands inline (the common `k * 64`,
+    `N / 256`, `B * N`); operands are evaluated left to right, and every result is range checked."""
+    (lfn, lleaf), (rfn, rleaf) = lhs, rhs
+    lkind, a = lleaf or (None, None)
+    rkind, b = rleaf or (None, None)
+    if lkind == "int" and rkind == "int":
+        try:
+            value = _checked(fn, a, b)
+        except ExprError:
+            pass
+        else:
+            return (lambda env: value), ("int", value)
+    if lkind == "sym" and rkind == "int":
+
+        def sym_int(env):
             try:
-                v = fn(lhs(env), rhs(env))
-            except ZeroDivisionError as e:  # the IR's operators raise it; untrusted IR gets an ExprError
-                raise ExprError(str(e)) from None
-            if -_LIMIT < v < _LIMIT:
-                return v
-            raise ExprError("value out of range")
+                return _checked(fn, env[a], b)
+            except KeyError:
+                raise ExprError("unbound symbol %r" % a) from None
 
-        return binary
-    return _fail("empty expression")
+        return sym_int, None
+    if lkind == "sym" and rkind == "sym":
+
+        def sym_sym(env):
+            try:
+                x = env[a]
+                return _checked(fn, x, env[b])
+            except KeyError as e:
+                raise ExprError("unbound symbol %r" % e.args[0]) from None
+
+        return sym_sym, None
+    if lkind == "int":
+        return (lambda env: _checked(fn, a, rfn(env))), None
+    if rkind == "int":
+        return (lambda env: _checked(fn, lfn(env), b)), None
+    return (lambda env: _checked(fn, lfn(env), rfn(env))), None
+
+
+def _checked(fn, a, b):
+    try:
+        v = fn(a, b)
+    except ZeroDivisionError as e:  # the IR's operators raise it; untrusted IR gets an ExprError
+        raise ExprError(str(e)) from None
+    if -_LIMIT < v < _LIMIT:
+        return v
+    raise ExprError("value out of range")
 
 
 def evaluate(expr, env):

@@ -43,11 +43,16 @@ class DataOps:
         level; the key names the writer (role, level, index) for units, None for a cooperative access."""
         if tile.grain is None and unit is None:
             return [(None, tile.box(r.env))]
-        cached = r.pieces.get((tile, unit)) if tile.fixed else None
+        env = r.env
+        try:
+            key = (tile, unit, tuple([env[n] for n in tile.deps]))
+        except KeyError:  # a name without a value: evaluating the window says so
+            key = None
+        cached = r.pieces.get(key)
         if cached is not None:
             return cached
         level = _finer(tile.grain, unit)
-        env, out, seen = r.env, [], set()
+        out, seen = [], set()
         saved = {b: env[b] for b in _BUILTINS}
         try:
             for u, b in r.cls.units(level):
@@ -61,8 +66,8 @@ class DataOps:
                     break
         finally:
             env.update(saved)
-        if tile.fixed:
-            r.pieces[(tile, unit)] = out
+        if key is not None:
+            r.pieces[key] = out
         return out
 
     def read(self, r, tile, node, agent_vc=None, agent=None, async_proxy=False):

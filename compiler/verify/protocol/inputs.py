@@ -75,6 +75,13 @@ class Binder:
         self.steps = steps
         self._cache = {}
         self._scenarios = {}
+        self._aims = {}  # (t, nested) -> the symbols _aimed found: scenarios(3) and scenarios(2S + 1) share them
+        self._trips = {}  # (loop path, tiles) -> its compiled trip count
+        launch = ctx.kernel.launch
+        # The parts of `environment` that are the same for every input: scalar params, block indices, the grid.
+        self._params = [p.name for p in ctx.kernel.params if p.kind == ir_pb2.PARAM_KIND_SCALAR]
+        self._persistent = launch.persistent
+        self._grid = [exprs.compile_expr(g) for g in launch.grid[:3]] if not launch.persistent else []
 
     def candidates(self, name):
         """Valid values of one symbol in increasing order (single-symbol constraints only), found lazily."""
@@ -111,20 +118,19 @@ class Binder:
         """A full model environment: symbols, scalar params (1), block indices (0) and grid sizes (a persistent
         launch: `persistent_blocks` blocks along x)."""
         env = dict(symbols)
-        for p in self.ctx.kernel.params:
-            if p.kind == ir_pb2.PARAM_KIND_SCALAR and p.name not in env:
-                env[p.name] = 1
-        for b in ("block.x", "block.y", "block.z", "cluster.rank"):
-            env[b] = 0
-        launch = self.ctx.kernel.launch
-        for i, axis in enumerate("xyz"):
-            size = persistent_blocks if launch.persistent and axis == "x" else 1
-            if not launch.persistent and i < len(launch.grid):
+        for name in self._params:
+            if name not in env:
+                env[name] = 1
+        env["block.x"] = env["block.y"] = env["block.z"] = env["cluster.rank"] = 0
+        grid = self._grid
+        for i, axis in enumerate(("grid.x", "grid.y", "grid.z")):
+            size = persistent_blocks if self._persistent and i == 0 else 1
+            if i < len(grid):
                 try:
-                    size = max(1, exprs.evaluate(launch.grid[i], env))
+                    size = max(1, grid[i](env))
                 except exprs.ExprError:
                     size = 1
-            env["grid." + axis] = size
+            env[axis] = size
         return env
 
     def scenarios(self, max_trips):
@@ -143,7 +149,10 @@ class Binder:
         for t, nested in [(1, 1), (2, 1), (2, 2)] + [(t, 1) for t in range(3, max_trips + 1)]:
             if t > max_trips:
                 continue
-            full = self.environment(self._aimed(base, t, nested))
+            aimed = self._aims.get((t, nested))
+            if aimed is None:
+                aimed = self._aims[t, nested] = self._aimed(base, t, nested)
+            full = self.environment(aimed)
             key = tuple(sorted(full.items()))
             if key not in seen:
                 seen.add(key)
@@ -159,12 +168,12 @@ class Binder:
             return None
         env, adjusted = dict(base), set()
         launch = self.ctx.kernel.launch
-        for loop in (s.msg for s in self.ctx.sites("loop")):
-            for name in self._free(_bounds(loop), adjusted):
-                before = loop_trips(loop, self.environment(env), tiles=True)
+        for site in self.ctx.sites("loop"):
+            for name in self._free(_bounds(site.msg), adjusted):
+                trips = self.trips(site, tiles=True)
+                before = trips(self.environment(env))
                 adjusted.add(name)
-                self._gallop(name, lambda e, loop=loop: loop_trips(loop, e, tiles=True), t * max(1, before), env,
-                             adjusted)
+                self._gallop(name, trips, t * max(1, before), env, adjusted)
         for g in launch.grid if not launch.persistent else ():
             for name in self._free([g], adjusted):
                 before = _value(g, self.environment(env))
@@ -220,8 +229,15 @@ class Binder:
             if free:
                 adjusted.add(free[0])
                 trips = nested if site.loop_vars else t
-                self._aim(free[0], lambda e, loop=site.msg: loop_trips(loop, e), trips, env, adjusted)
+                self._aim(free[0], self.trips(site), trips, env, adjusted)
         return env
+
+    def trips(self, site, tiles=False):
+        """The trip count of loop `site` as a function of an environment (loop_trips, compiled once)."""
+        fn = self._trips.get((site.path, tiles))
+        if fn is None:
+            fn = self._trips[site.path, tiles] = trips_fn(site.msg, tiles)
+        return fn
 
     def _free(self, exprs_, adjusted):
         """The symbols `exprs_` read that are neither specialized nor adjusted yet, sorted."""
@@ -309,18 +325,29 @@ def _bounds(loop):
 def loop_trips(loop, env, tiles=False):
     """Trips of a loop under env (enclosing loop variables read as 0); 0 when the bounds have no value.
     With `tiles`, a persistent loop counts the tiles all blocks walk together."""
-    scope = _Zero(env)
-    try:
-        start = exprs.evaluate(loop.start, scope)
-        end = exprs.evaluate(loop.end, scope)
-        step = exprs.evaluate(loop.step, scope) if loop.HasField("step") else 1
-    except exprs.ExprError:
-        return 0
-    if loop.kind == ir_pb2.LOOP_KIND_PERSISTENT:
-        step = 1 if tiles else scope["grid.x"] or 1
-    if step <= 0:
-        return 0
-    return max(0, -(-(end - start) // step))
+    return trips_fn(loop, tiles)(env)
+
+
+def trips_fn(loop, tiles=False):
+    """loop_trips(loop, env, tiles) as a function of env, its bounds compiled once."""
+    start_fn, end_fn = exprs.compile_expr(loop.start), exprs.compile_expr(loop.end)
+    step_fn = exprs.compile_expr(loop.step) if loop.HasField("step") else None
+    persistent = loop.kind == ir_pb2.LOOP_KIND_PERSISTENT
+
+    def trips(env):
+        scope = _Zero(env)
+        try:
+            start, end = start_fn(scope), end_fn(scope)
+            step = step_fn(scope) if step_fn is not None else 1
+        except exprs.ExprError:
+            return 0
+        if persistent:
+            step = 1 if tiles else scope["grid.x"] or 1
+        if step <= 0:
+            return 0
+        return max(0, -(-(end - start) // step))
+
+    return trips
 
 
 def _value(expr, env):

@@ -48,9 +48,9 @@ class Tile:
     """
 
     __slots__ = ("region", "name", "space", "stage", "stages", "ring", "field", "window", "shape", "full", "grain",
-                 "fixed")
+                 "deps")
 
-    def __init__(self, index, region, stage, ring, field, window, grain=None, fixed=True):
+    def __init__(self, index, region, stage, ring, field, window, grain=None, deps=()):
         self.region = index
         self.name = region.name
         self.space = region.space
@@ -62,13 +62,18 @@ class Tile:
         self.shape = tuple(region.shape)
         self.full = tuple((0, d) for d in region.shape)
         self.grain = grain
-        self.fixed = fixed  # its window reads nothing but thread builtins: a class covers the same boxes every time
+        self.deps = deps  # the names other than thread builtins its window reads: with their values, a class
+        # covers the same boxes every time
 
     def box(self, env):
         """The ((start, end), ...) this access covers under env (its thread builtins those of one unit)."""
         if self.window is None:
             return self.full
-        return tuple((fn(env), fn(env) + size) for fn, size in self.window)
+        out = []
+        for fn, size in self.window:
+            start = fn(env)
+            out.append((start, start + size))
+        return tuple(out)
 
 
 def grain(names):
@@ -139,7 +144,7 @@ class _Compiler:
             for w in ref.window:
                 used |= exprs.names(w.start)
         return Tile(index, region, stage, ref.region in self.ctx.pipeline_of_region, field, window, grain(used),
-                    used <= threads.THREAD)
+                    tuple(sorted(used - threads.THREAD)))
 
     def barref(self, ref):
         hit = self.ctx.barriers.get(ref.barrier)

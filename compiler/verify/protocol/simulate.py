@@ -107,7 +107,7 @@ class _Runner:
         self.rounds = {}  # op path -> (enclosing loop values, round) of its last round reference
         self.acquired = {}  # (mbarrier array, slot) -> the completion its last wait there observed
         self.slot_values = {}  # BarRef -> (ops executed, value): sync_ops.SyncOps.slot_value
-        self.pieces = {}  # (Tile, writer unit) -> the boxes it covers, for windows over thread builtins only
+        self.pieces = {}  # (Tile, writer unit, values of the names its window reads) -> the boxes it covers
         self.rv = None  # rendezvous key this class is registered at
         self.syncs = 0  # block_syncs completed
         self.sync_reg = None
@@ -219,7 +219,7 @@ class Model(DataOps, SyncOps):
         self.writers = prepared.writers
         self.groups = prepared.groups
         self.changed = False
-        self.handlers = {name[3:]: getattr(self, name) for name in dir(self) if name.startswith("op_")}
+        self.handlers = {name[3:]: getattr(self, name) for name in _OP_HANDLERS}
 
     # -- scheduling ------------------------------------------------------------
 
@@ -273,8 +273,9 @@ class Model(DataOps, SyncOps):
                     budget -= 1
                     if not ok or budget <= 0:
                         break
-                elif not ok or (holder is not None and _progress(r) > _progress(holder)):
-                    break
+                elif not ok or (holder is not None and (r.count > holder.count or (r.count == holder.count
+                                                                                and r.index > holder.index))):
+                    break  # another class is less advanced now (or as advanced, and declared first)
 
     def lockstep(self, movable):
         """The movable classes no movable class of one of their warps is behind: the lanes of a warp run one
@@ -493,6 +494,10 @@ class Model(DataOps, SyncOps):
         )
 
 
+# The Model methods that execute ops (op_<kind>), found once.
+_OP_HANDLERS = tuple(name for name in dir(Model) if name.startswith("op_"))
+
+
 def _enclosing_loop(path):
     """The innermost loop op around the op at `path` (its own path when no loop encloses it)."""
     i = path.rfind(".loop.body[")
@@ -515,10 +520,6 @@ def _units(nodes):
         elif n.kind == "mma" and n.mkind != MMA_SYNC:
             found.add(MMA_AGENT)
     return found
-
-
-def _progress(r):
-    return r.count, r.index
 
 
 def _noop(r, node):
