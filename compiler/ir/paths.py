@@ -51,17 +51,24 @@ def walk(message, root=ROOT):
     """Yield (path, node) for `message` and every message below it, depth first, fields in
     declaration order (the order the text form prints them in)."""
     stack = [(root, message)]
+    fields_of = {}  # descriptor -> its message fields (the verifier walks every kernel: keep this loop lean)
     while stack:
         path, node = stack.pop()
         yield path, node
+        descriptor = node.DESCRIPTOR
+        fields = fields_of.get(descriptor)
+        if fields is None:
+            fields = fields_of[descriptor] = _message_fields(descriptor)
         children = []
-        for name, repeated in _message_fields(node.DESCRIPTOR):
+        for name, repeated in fields:
             if repeated:
                 items = getattr(node, name)
-                children.extend((join(path, name, i), child) for i, child in enumerate(items))
+                if items:
+                    children.extend(("%s.%s[%d]" % (path, name, i), child) for i, child in enumerate(items))
             elif node.HasField(name):
-                children.append((join(path, name), getattr(node, name)))
-        stack.extend(reversed(children))
+                children.append(("%s.%s" % (path, name), getattr(node, name)))
+        if children:
+            stack.extend(reversed(children))
 
 
 def resolve(kernel, path):

@@ -32,7 +32,8 @@ def short(enum_type, number):
 class OpSite:
     """One op of a role body, with where it is and what encloses it."""
 
-    __slots__ = ("path", "op", "kind", "msg", "role_index", "conds", "branches", "loop_vars", "parent_path")
+    __slots__ = ("path", "op", "kind", "msg", "role_index", "conds", "branches", "loop_vars", "parent_path", "_tiles",
+                 "_globals")
 
     def __init__(self, path, op, kind, msg, role_index, conds, branches, loop_vars, parent_path):
         self.path = path  # "kernel.roles[1].body[2].loop.body[0].mbarrier_wait"
@@ -44,6 +45,19 @@ class OpSite:
         self.branches = branches  # the paths of the branches those conditions belong to
         self.loop_vars = loop_vars  # names bound by enclosing loops (vars and counters)
         self.parent_path = parent_path  # the Op node: "...body[0]"
+        self._tiles = self._globals = None
+
+    def tiles(self):
+        """The op's tile operands, oprefs.tiles (computed once: most rules ask)."""
+        if self._tiles is None:
+            self._tiles = tuple(oprefs.tiles(self.kind, self.msg)) if self.msg is not None else ()
+        return self._tiles
+
+    def globals(self):
+        """The op's global tiles, oprefs.globals_ (computed once)."""
+        if self._globals is None:
+            self._globals = tuple(oprefs.globals_(self.kind, self.msg)) if self.msg is not None else ()
+        return self._globals
 
 
 def _index(items):

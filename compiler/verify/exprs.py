@@ -79,7 +79,9 @@ def _compile(expr, depth):
 
 def _binary(fn, lhs, rhs):
     """The closure of fn(lhs, rhs), reading constant and symbol operands inline (the common `k * 64`,
-    `N / 256`, `B * N`); operands are evaluated left to right, and every result is range checked."""
+    `N / 256`, `B * N`); operands are evaluated left to right, and every result is range checked. The model
+    evaluates these millions of times, so each variant inlines the operator's checks rather than calling a
+    helper."""
     (lfn, lleaf), (rfn, rleaf) = lhs, rhs
     lkind, a = lleaf or (None, None)
     rkind, b = rleaf or (None, None)
@@ -94,9 +96,14 @@ def _binary(fn, lhs, rhs):
 
         def sym_int(env):
             try:
-                return _checked(fn, env[a], b)
+                v = fn(env[a], b)
             except KeyError:
                 raise ExprError("unbound symbol %r" % a) from None
+            except ZeroDivisionError as e:  # the IR's operators raise it; untrusted IR gets an ExprError
+                raise ExprError(str(e)) from None
+            if -_LIMIT < v < _LIMIT:
+                return v
+            raise ExprError("value out of range")
 
         return sym_int, None
     if lkind == "sym" and rkind == "sym":
@@ -104,16 +111,40 @@ def _binary(fn, lhs, rhs):
         def sym_sym(env):
             try:
                 x = env[a]
-                return _checked(fn, x, env[b])
+                y = env[b]
             except KeyError as e:
                 raise ExprError("unbound symbol %r" % e.args[0]) from None
+            return _checked(fn, x, y)
 
         return sym_sym, None
     if lkind == "int":
         return (lambda env: _checked(fn, a, rfn(env))), None
     if rkind == "int":
-        return (lambda env: _checked(fn, lfn(env), b)), None
-    return (lambda env: _checked(fn, lfn(env), rfn(env))), None
+
+        def any_int(env):
+            x = lfn(env)
+            try:
+                v = fn(x, b)
+            except ZeroDivisionError as e:
+                raise ExprError(str(e)) from None
+            if -_LIMIT < v < _LIMIT:
+                return v
+            raise ExprError("value out of range")
+
+        return any_int, None
+
+    def any_any(env):
+        x = lfn(env)
+        y = rfn(env)
+        try:
+            v = fn(x, y)
+        except ZeroDivisionError as e:
+            raise ExprError(str(e)) from None
+        if -_LIMIT < v < _LIMIT:
+            return v
+        raise ExprError("value out of range")
+
+    return any_any, None
 
 
 def _checked(fn, a, b):

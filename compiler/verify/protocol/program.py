@@ -50,17 +50,13 @@ class Tile:
     __slots__ = ("region", "name", "space", "stage", "stages", "ring", "field", "window", "shape", "full", "grain",
                  "deps")
 
-    def __init__(self, index, region, stage, ring, field, window, grain=None, deps=()):
+    def __init__(self, index, facts, stage, ring, field, window, grain=None, deps=()):
         self.region = index
-        self.name = region.name
-        self.space = region.space
+        self.name, self.space, self.stages, self.shape, self.full = facts  # the region's (region_facts)
         self.stage = stage  # closure or None (stage 0)
-        self.stages = max(1, region.stages)
         self.ring = ring
         self.field = field
         self.window = window
-        self.shape = tuple(region.shape)
-        self.full = tuple((0, d) for d in region.shape)
         self.grain = grain
         self.deps = deps  # the names other than thread builtins its window reads: with their values, a class
         # covers the same boxes every time
@@ -74,6 +70,15 @@ class Tile:
             start = fn(env)
             out.append((start, start + size))
         return tuple(out)
+
+
+def region_facts(kernel):
+    """Per region: (name, space, stages (at least 1), shape, the whole tile's box), read once per kernel."""
+    out = []
+    for region in kernel.regions:
+        shape = tuple(region.shape)
+        out.append((region.name, region.space, max(1, region.stages), shape, tuple((0, d) for d in shape)))
+    return out
 
 
 def grain(names):
@@ -119,8 +124,9 @@ class Node:
 
 
 class _Compiler:
-    def __init__(self, ctx, role_index):
+    def __init__(self, ctx, role_index, facts):
         self.ctx = ctx
+        self.facts = facts  # region_facts(ctx.kernel)
         self.role_index = role_index
         self.scalars = ctx.scalars[role_index]  # register scalar name -> region index
         self.values = []  # sync-relevant expressions of the role being compiled
@@ -136,14 +142,15 @@ class _Compiler:
         hit = self.ctx.regions.get(ref.region)
         if hit is None:
             return None
-        index, region = hit
+        index = hit[0]
+        facts = self.facts[index]
         stage = self.expr(ref.stage) if ref.HasField("stage") else None
         window, used = None, set()
-        if ref.window and len(ref.window) == len(region.shape):
+        if ref.window and len(ref.window) == len(facts[3]):
             window = tuple((exprs.compile_expr(w.start), w.size) for w in ref.window)
             for w in ref.window:
                 used |= exprs.names(w.start)
-        return Tile(index, region, stage, ref.region in self.ctx.pipeline_of_region, field, window, grain(used),
+        return Tile(index, facts, stage, ref.region in self.ctx.pipeline_of_region, field, window, grain(used),
                     tuple(sorted(used - threads.THREAD)))
 
     def barref(self, ref):
@@ -207,7 +214,7 @@ class _Compiler:
                 n.writes.append(t)
         for name in sorted(self.ctx.names_read(path, msg) & self.scalars.keys()) if self.scalars else ():
             index = self.scalars[name]
-            n.reads.append(Tile(index, self.ctx.kernel.regions[index], None, False, "expression", None))
+            n.reads.append(Tile(index, self.facts[index], None, False, "expression", None))
         n.collective = oprefs.collective(kind, msg)
         n.generic = kind in GENERIC_WRITERS
         n.write_unit = self.write_unit(kind, msg)
@@ -280,9 +287,11 @@ class _Compiler:
         if msg.HasField("index"):
             # An index over warps or warpgroups need not split thread classes: the model spreads a class's
             # threads over the barriers their warps reach (sync_ops.named_targets).
-            used = exprs.names(msg.index) & threads.THREAD
+            names = exprs.names(msg.index)
+            used = names & threads.THREAD
             n.spread = bool(used) and used <= _SPREAD
             n.index = self.expr(msg.index, relevant=not n.spread)
+            n.index_deps = tuple(sorted(names - threads.THREAD))  # with their values, a class's spread is known
 
     _named_barrier_arrive = _named_barrier_sync
 
@@ -327,9 +336,9 @@ def _box_elements(ref, region):
 
 def compile_roles(ctx):
     """[(nodes, conds, values)] per role: the compiled body and the expressions that split its threads."""
-    out = []
+    out, facts = [], region_facts(ctx.kernel)
     for i, role in enumerate(ctx.kernel.roles):
-        c = _Compiler(ctx, i)
+        c = _Compiler(ctx, i, facts)
         nodes = c.body(role.body, "kernel.roles[%d].body" % i)
         out.append((nodes, c.conds, c.values))
     return out

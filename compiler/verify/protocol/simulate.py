@@ -108,6 +108,7 @@ class _Runner:
         self.acquired = {}  # (mbarrier array, slot) -> the completion its last wait there observed
         self.slot_values = {}  # BarRef -> (ops executed, value): sync_ops.SyncOps.slot_value
         self.pieces = {}  # (Tile, writer unit, values of the names its window reads) -> the boxes it covers
+        self.spreads = {}  # (named-barrier op, values of the names its index reads) -> threads per barrier index
         self.rv = None  # rendezvous key this class is registered at
         self.syncs = 0  # block_syncs completed
         self.sync_reg = None
@@ -162,6 +163,8 @@ class Prepared:
     def __init__(self, ctx, roles, classes):
         self.roles = roles
         self.classes = classes
+        for nodes, _, _ in roles:
+            _bind(nodes)
         self.writers = _writer_roles(ctx)
         self.groups = _partner_groups(classes)
         self.tma_filled = set()  # (region, mbarrier array) of every TMA load
@@ -199,6 +202,7 @@ class Model(DataOps, SyncOps):
             if b.kind == ir_pb2.BARRIER_KIND_MBARRIER:
                 self.arrays[i] = MbarrierArray(b, "kernel.barriers[%d]" % i)
         self.named = {}  # (barrier array, index) -> NamedBarrier
+        self.named_names = {}  # (barrier array, index) -> its name in messages (sync_ops.SyncOps.named_name)
         self.block = NamedBarrier(len(classes), self.agents)
         self.rendezvous = {}
         self.proxy_fences = [[] for _ in classes]
@@ -219,7 +223,6 @@ class Model(DataOps, SyncOps):
         self.writers = prepared.writers
         self.groups = prepared.groups
         self.changed = False
-        self.handlers = {name[3:]: getattr(self, name) for name in _OP_HANDLERS}
 
     # -- scheduling ------------------------------------------------------------
 
@@ -289,11 +292,11 @@ class Model(DataOps, SyncOps):
 
     def execute(self, r, node):
         if not node.collective or len(self.groups[node.collective][r.index]) == 1:  # nobody to meet
-            return self.handlers.get(node.kind, _noop)(r, node)
+            return node.handler(self, r, node)
         # A collective op's effect is per class (it never blocks); then the classes sharing its unit meet,
         # so what each one retired or wrote is known to all of them afterwards.
         if r.rv != self.rv_key(r, node):
-            self.handlers.get(node.kind, _noop)(r, node)
+            node.handler(self, r, node)
         return self.meet(r, node)
 
     # -- collectives ------------------------------------------------------------
@@ -320,7 +323,7 @@ class Model(DataOps, SyncOps):
                 self.changed = True
         if not rv.done:
             return False
-        r.vc = join(r.vc, rv.acc)
+        r.vc = list(rv.acc)  # join(r.vc, rv.acc): rv.acc holds r's clock on arrival, which has not moved since
         r.rv = None
         rv.left.add(r.index)
         if rv.left >= rv.expected:
@@ -494,10 +497,6 @@ class Model(DataOps, SyncOps):
         )
 
 
-# The Model methods that execute ops (op_<kind>), found once.
-_OP_HANDLERS = tuple(name for name in dir(Model) if name.startswith("op_"))
-
-
 def _enclosing_loop(path):
     """The innermost loop op around the op at `path` (its own path when no loop encloses it)."""
     i = path.rfind(".loop.body[")
@@ -522,15 +521,27 @@ def _units(nodes):
     return found
 
 
-def _noop(r, node):
+def _noop(model, r, node):
     return True
+
+
+def _bind(nodes):
+    """Give every op node its Model method (op_<kind>; ops without one do nothing in the model)."""
+    for n in nodes:
+        if n.kind == "loop":
+            _bind(n.body)
+        elif n.kind == "branch":
+            _bind(n.then)
+            _bind(n.els)
+        else:
+            n.handler = getattr(Model, "op_" + n.kind, _noop)
 
 
 def _writer_roles(ctx):
     """Region index -> roles that write it (to tell a race from a read of never-written data)."""
     out = {}
     for site in ctx.ops:
-        for _, ref, access in oprefs.tiles(site.kind, site.msg) if site.msg is not None else ():
+        for _, ref, access in site.tiles():
             hit = ctx.regions.get(ref.region)
             if hit and access != oprefs.R:
                 out.setdefault(hit[0], set()).add(site.role_index)

@@ -408,15 +408,24 @@ class SyncOps:
         elif not node.spread:
             shares = {node.index(r.env): r.cls.weight}
         else:
-            shares, env = {}, r.env
-            saved = env["warp"], env["warpgroup"]
+            env = r.env
             try:
-                for warp, threads in r.cls.warp_weights.items():
-                    env["warp"], env["warpgroup"] = warp, warp >> 2
-                    index = node.index(env)
-                    shares[index] = shares.get(index, 0) + threads
-            finally:
-                env["warp"], env["warpgroup"] = saved
+                key = (node, tuple([env[n] for n in node.index_deps]))
+            except KeyError:  # a name without a value: evaluating the index says so
+                key = None
+            shares = r.spreads.get(key)
+            if shares is None:
+                shares = {}
+                saved = env["warp"], env["warpgroup"]
+                try:
+                    for warp, threads in r.cls.warp_weights.items():
+                        env["warp"], env["warpgroup"] = warp, warp >> 2
+                        index = node.index(env)
+                        shares[index] = shares.get(index, 0) + threads
+                finally:
+                    env["warp"], env["warpgroup"] = saved
+                if key is not None:
+                    r.spreads[key] = shares
         count = max(1, decl.count)
         out = []
         for index, threads in shares.items():
@@ -435,8 +444,11 @@ class SyncOps:
 
     def named_name(self, key):
         """How messages name the named barrier (array, index): `wg_done[2]`, or `wg` for an array of one."""
-        decl = self.kernel.barriers[key[0]]
-        return decl.name if max(1, decl.count) == 1 else "%s[%d]" % (decl.name, key[1])
+        name = self.named_names.get(key)
+        if name is None:
+            decl = self.kernel.barriers[key[0]]
+            name = self.named_names[key] = decl.name if max(1, decl.count) == 1 else "%s[%d]" % (decl.name, key[1])
+        return name
 
     def arrive_named(self, b, r, node, weight, name, key=None):
         """Arrive with `weight` threads on named barrier `b` (`key` (array, index); None for block_sync)."""
@@ -530,8 +542,10 @@ class SyncOps:
         for b, gen in r.named.values():
             if b.gen <= gen:
                 return False
-        for b, gen in r.named.values():
-            r.vc = join(r.vc, b.released[gen])
+        # Each generation's release holds this class's clock on arrival, which has not moved since: the first
+        # join is a copy.
+        for i, (b, gen) in enumerate(r.named.values()):
+            r.vc = list(b.released[gen]) if i == 0 else join(r.vc, b.released[gen])
         r.named = {}
         self.peer_syncs[r.index] = r.tick()
         return True
@@ -549,7 +563,7 @@ class SyncOps:
             r.sync_reg = self.arrive_named(b, r, node, 1, "block_sync")
         if b.gen <= r.sync_reg:
             return False
-        r.vc = join(r.vc, b.released[r.sync_reg])
+        r.vc = list(b.released[r.sync_reg])  # the join with r.vc: the release holds r's clock on arrival
         r.sync_reg = None
         r.syncs += 1
         self.peer_syncs[r.index] = r.tick()

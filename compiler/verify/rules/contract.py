@@ -135,7 +135,7 @@ def inputs_untouched(ctx):
     for site in ctx.ops:
         if site.msg is None:
             continue
-        for field, g, access in oprefs.globals_(site.kind, site.msg):
+        for field, g, access in site.globals():
             hit = ctx.params.get(g.param)
             if hit and access != oprefs.R and hit[1].access == ir_pb2.ACCESS_READ:
                 yield Finding(site.path, "writes `%s`, which the contract declares read-only" % g.param,

@@ -13,7 +13,7 @@ def _written(ctx):
     for site in ctx.ops:
         if site.msg is None:
             continue
-        for _, ref, access in oprefs.tiles(site.kind, site.msg):
+        for _, ref, access in site.tiles():
             if access != oprefs.R:
                 out.add(ref.region)
     return out
@@ -21,7 +21,7 @@ def _written(ctx):
 
 def _reads(ctx, site):
     """Names of the regions an op reads: tile operands, and register scalars its expressions read."""
-    for field, ref, access in oprefs.tiles(site.kind, site.msg):
+    for field, ref, access in site.tiles():
         if site.kind == "mma" and field == "acc":
             if not site.msg.HasField("accumulate") or exprs.constant(site.msg.accumulate) == 0:
                 continue

@@ -42,7 +42,7 @@ def _operands(ctx):
     for site in ctx.ops:
         if site.msg is None:
             continue
-        for field, ref, _ in oprefs.tiles(site.kind, site.msg):
+        for field, ref, _ in site.tiles():
             region = ctx.region(ref.region)
             if region is not None:
                 yield site, field, ref, region
@@ -61,12 +61,12 @@ def ranks(ctx):
     for site in ctx.ops:
         if site.msg is None:
             continue
-        for field, ref, _ in oprefs.tiles(site.kind, site.msg):
+        for field, ref, _ in site.tiles():
             region = ctx.region(ref.region)
             if region is not None and ref.window and len(ref.window) != len(region.shape):
                 yield Finding(site.path, "window of `%s` has %d dims; the region has %d" % (ref.region, len(ref.window), len(region.shape)))
-        tiles = [(ref, ctx.region(ref.region)) for _, ref, _ in oprefs.tiles(site.kind, site.msg)]
-        for field, g, _ in oprefs.globals_(site.kind, site.msg):
+        tiles = [(ref, ctx.region(ref.region)) for _, ref, _ in site.tiles()]
+        for field, g, _ in site.globals():
             hit = ctx.params.get(g.param)
             if hit is None:
                 continue
@@ -91,7 +91,7 @@ def dtypes(ctx):
         if site.msg is None:
             continue
         if site.kind in ("tma_load", "tma_store", "cp_async"):
-            for (_, ref, _), (_, g, _) in zip(oprefs.tiles(site.kind, site.msg), oprefs.globals_(site.kind, site.msg)):
+            for (_, ref, _), (_, g, _) in zip(site.tiles(), site.globals()):
                 region, hit = ctx.region(ref.region), ctx.params.get(g.param)
                 if region is not None and hit is not None and region.dtype != hit[1].dtype:
                     yield Finding(

@@ -77,7 +77,7 @@ def _writers(ctx):
     for site in ctx.ops:
         if site.msg is None:
             continue
-        for _, g, access in oprefs.globals_(site.kind, site.msg):
+        for _, g, access in site.globals():
             if access == oprefs.R:
                 continue
             hit = ctx.params.get(g.param)

@@ -222,7 +222,7 @@ def operand_shapes(ctx):
         check = _CHECKS.get(site.kind)
         if check is None or site.path in rejected:
             continue
-        if any(ctx.region_path(ref.region) in rejected for _, ref, _ in oprefs.tiles(site.kind, site.msg)):
+        if any(ctx.region_path(ref.region) in rejected for _, ref, _ in site.tiles()):
             continue
         yield from check(ctx, site)
 

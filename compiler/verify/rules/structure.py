@@ -1,5 +1,7 @@
 """Structure rules: names are identifiers, unique and resolvable; enums set; expressions complete; sizes positive."""
 
+import functools
+
 from cake.ir.v1 import ir_pb2
 
 from compiler.ir import oprefs
@@ -70,9 +72,9 @@ def _refs(ctx):
     for site in ctx.ops:
         if site.msg is None:
             continue
-        for field, ref, _ in oprefs.tiles(site.kind, site.msg):
+        for field, ref, _ in site.tiles():
             yield site.path, "region", ref.region, ctx.regions
-        for field, ref, _ in oprefs.globals_(site.kind, site.msg):
+        for field, ref, _ in site.globals():
             yield site.path, "tensor param", ref.param, ctx.params
         name = oprefs.barrier_name(site.kind, site.msg)
         if name is not None:
@@ -124,15 +126,23 @@ _ELSEWHERE = {"Target", "Metric", "BinaryOp", "FragmentLayout"}
 )
 def enums_set(ctx):
     for path, node in ctx.nodes:
+        checked, required = _enum_fields(node.DESCRIPTOR)
+        if not checked:
+            continue
         for field, value in node.ListFields():
-            if field.enum_type is None or field.enum_type.name in _ELSEWHERE:
-                continue
-            yield from _check_enum(path, field, value)
-        for field in node.DESCRIPTOR.fields:
-            if field.enum_type is None or field.enum_type.name in _ELSEWHERE or field.is_repeated:
-                continue
-            if getattr(node, field.name) == 0 and _required(field.enum_type) and _needed(node, field.name):
-                yield Finding(path, "%s.%s is not set" % (node.DESCRIPTOR.name, field.name))
+            if field.name in checked:
+                yield from _check_enum(path, field, value)
+        for name in required:
+            if getattr(node, name) == 0 and _needed(node, name):
+                yield Finding(path, "%s.%s is not set" % (node.DESCRIPTOR.name, name))
+
+
+@functools.lru_cache(maxsize=None)
+def _enum_fields(descriptor):
+    """(names of the enum fields this rule checks, names of those that must be set, in declaration order)."""
+    fields = [f for f in descriptor.fields if f.enum_type is not None and f.enum_type.name not in _ELSEWHERE]
+    return (frozenset(f.name for f in fields),
+            tuple(f.name for f in fields if not f.is_repeated and _required(f.enum_type)))
 
 
 def _check_enum(path, field, value):
@@ -211,7 +221,7 @@ def positive_sizes(ctx):
     for site in ctx.ops:
         if site.msg is None:
             continue
-        for field, ref, _ in oprefs.tiles(site.kind, site.msg):
+        for field, ref, _ in site.tiles():
             if any(w.size <= 0 for w in ref.window):
                 yield Finding(site.path, "a window of `%s` has a size that is not positive" % ref.region)
         if site.kind == "mbarrier_expect_tx" and site.msg.bytes <= 0:
