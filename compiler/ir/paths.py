@@ -47,21 +47,46 @@ def _message_fields(descriptor):
     )
 
 
+@functools.lru_cache(maxsize=None)
+def _child_steps(descriptor):
+    """How walk finds a message's children, in declaration order: (name, repeated, None) per message field,
+    except that consecutive message members of one oneof (Op's ops) are one step (None, False, (oneof name,
+    member names)): one WhichOneof instead of a HasField per member."""
+    steps = []
+    for f in descriptor.fields:
+        if f.message_type is None:
+            continue
+        oneof = f.containing_oneof
+        if oneof is not None and len(oneof.fields) > 1:  # a real oneof (proto3 `optional` makes one of one)
+            if steps and steps[-1][2] == oneof.name:
+                steps[-1][3].add(f.name)
+            else:
+                steps.append([None, False, oneof.name, {f.name}])
+        else:
+            steps.append([f.name, f.is_repeated, None, None])
+    return tuple((name, repeated, (oneof, frozenset(members)) if oneof else None)
+                 for name, repeated, oneof, members in steps)
+
+
 def walk(message, root=ROOT):
     """Yield (path, node) for `message` and every message below it, depth first, fields in
     declaration order (the order the text form prints them in)."""
     stack = [(root, message)]
-    fields_of = {}  # descriptor -> its message fields (the verifier walks every kernel: keep this loop lean)
+    steps_of = {}  # descriptor -> _child_steps (the verifier walks every kernel: keep this loop lean)
     while stack:
         path, node = stack.pop()
         yield path, node
         descriptor = node.DESCRIPTOR
-        fields = fields_of.get(descriptor)
-        if fields is None:
-            fields = fields_of[descriptor] = _message_fields(descriptor)
+        steps = steps_of.get(descriptor)
+        if steps is None:
+            steps = steps_of[descriptor] = _child_steps(descriptor)
         children = []
-        for name, repeated in fields:
-            if repeated:
+        for name, repeated, oneof in steps:
+            if oneof is not None:
+                name = node.WhichOneof(oneof[0])
+                if name in oneof[1]:
+                    children.append(("%s.%s" % (path, name), getattr(node, name)))
+            elif repeated:
                 items = getattr(node, name)
                 if items:
                     children.extend(("%s.%s[%d]" % (path, name, i), child) for i, child in enumerate(items))

@@ -84,7 +84,8 @@ class DataOps:
             return
         vc = agent_vc if agent_vc is not None else r.vc
         who = agent if agent is not None else r.base
-        elsewhere = bool(self.writers.get(tile.region, set()) - {r.cls.role_index})
+        writers = self.writers.get(tile.region)
+        elsewhere = writers is not None and (len(writers) > 1 or r.cls.role_index not in writers)
         inst = self.inst(r, node)
         for _, box in self.pieces(r, tile):
             try:

@@ -93,7 +93,8 @@ class _Runner:
         self.gen = self._body(nodes)
         self.pending = None
         self.done = False
-        self.stuck = False  # blocked, and nothing changed since it last tried
+        self.stuck = False  # blocked, and nothing it waits for changed since it last tried
+        self.waits = ()  # what its blocked op waits for: the barrier states whose change may let it pass
         self.count = 0  # ops executed: the scheduler advances the least advanced class first
         self.mma_groups = []  # [(clock snapshot, register keys written)]
         self.store_groups = []  # [clock snapshot]
@@ -222,7 +223,7 @@ class Model(DataOps, SyncOps):
         self.tma_filled = prepared.tma_filled
         self.writers = prepared.writers
         self.groups = prepared.groups
-        self.changed = False
+        self.woken = []  # barrier states the op being executed moved (blocked classes waiting on them may pass)
 
     # -- scheduling ------------------------------------------------------------
 
@@ -254,9 +255,12 @@ class Model(DataOps, SyncOps):
                 if node is None:
                     r.done = True
                     break
-                self.changed = False
+                self.woken = []
                 try:
-                    ok = self.execute(r, node)
+                    if node.collective is None:  # execute's common case, inline
+                        ok = node.handler(self, r, node)
+                    else:
+                        ok = self.execute(r, node)
                 except exprs.ExprError as e:
                     raise Violation("undefined", node.path, "an expression of this op has no value here (%s)" % e)
                 if ok:
@@ -268,9 +272,14 @@ class Model(DataOps, SyncOps):
                 else:
                     r.pending = node
                     r.stuck = True
-                if self.changed:  # barrier state moved: blocked classes may pass now
+                if self.woken:  # barrier state moved: classes blocked on it may pass now
+                    woken = self.woken
                     for x in runners:
-                        x.stuck = False
+                        # A blocked op's retry passes, or fails without effect, unless what it waits for moved
+                        # (sync_ops, meet): wake only those. A random schedule wakes every class, as it chooses
+                        # among the classes that can move.
+                        if x.stuck and (self.chooser is not None or any(w in woken for w in x.waits)):
+                            x.stuck = False
                     break
                 if budget is not None:
                     budget -= 1
@@ -320,8 +329,9 @@ class Model(DataOps, SyncOps):
             r.rv = key
             if rv.arrived >= rv.expected:
                 rv.done = True
-                self.changed = True
+                self.woken.append(rv)
         if not rv.done:
+            r.waits = (rv,)
             return False
         r.vc = list(rv.acc)  # join(r.vc, rv.acc): rv.acc holds r's clock on arrival, which has not moved since
         r.rv = None

@@ -44,6 +44,7 @@ class MbarrierArray:
         self.arrivals = max(1, decl.arrivals)
         self.count = max(1, decl.count)
         self.init = None  # (agent, time, class, path) of the initialisation
+        self.init_fence = None  # the initialising class's first fence.mbarrier_init after it, once there is one
         self.slots = {}
 
 
@@ -117,7 +118,9 @@ class SyncOps:
                 (("the initialisation", init_path),),
             )
         if async_proxy or self.clusters:
-            fence = next((f for f in self.runners[cls].init_fences if f > time), None)
+            fence = array.init_fence
+            if fence is None:  # fences are only appended: once found, the first one after the init stays it
+                fence = array.init_fence = next((f for f in self.runners[cls].init_fences if f > time), None)
             if fence is None or vc[agent] < fence:
                 raise Violation(
                     "init_fence", init_path,
@@ -223,7 +226,7 @@ class SyncOps:
         s.ph += 1
         s.last = join(s.last, s.acc)
         s.reset(array.arrivals, self.agents)
-        self.changed = True
+        self.woken.append(s)
 
     def incomplete(self, array, index, s):
         """Raise when the slot's current phase received contributions but cannot complete with them."""
@@ -267,8 +270,9 @@ class SyncOps:
             )
         t = r.tick()
         array.init = (r.base, t, r.index, node.path)
+        array.init_fence = None
         array.slots = {}
-        self.changed = True
+        self.woken.append(array)
         return True
 
     def check_round(self, r, node, bar):
@@ -379,6 +383,7 @@ class SyncOps:
         else:
             raise Violation("undefined", node.path, "a wait on a barrier named by index needs a phase")
         if s.ph % 2 == parity:
+            r.waits = (s, array)  # a completed phase, or a new initialisation that replaces the slot
             return False
         if expect is not None and s.ph - 1 != expect:
             raise Violation(
@@ -465,7 +470,7 @@ class SyncOps:
         b.who.append((node.path, role, weight))
         gen = b.gen
         if b.arrived == b.threads:
-            self.changed = True
+            self.woken.append(b)
             b.released[gen] = b.acc
             b.gen += 1
             for role, (n, _) in b.shares().items():
@@ -541,6 +546,7 @@ class SyncOps:
                 r.named[key] = (b, self.arrive_named(b, r, node, threads, name, key))
         for b, gen in r.named.values():
             if b.gen <= gen:
+                r.waits = tuple(b for b, _ in r.named.values())
                 return False
         # Each generation's release holds this class's clock on arrival, which has not moved since: the first
         # join is a copy.
@@ -562,6 +568,7 @@ class SyncOps:
             r.tick()
             r.sync_reg = self.arrive_named(b, r, node, 1, "block_sync")
         if b.gen <= r.sync_reg:
+            r.waits = (b,)
             return False
         r.vc = list(b.released[r.sync_reg])  # the join with r.vc: the release holds r's clock on arrival
         r.sync_reg = None

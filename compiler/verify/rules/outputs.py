@@ -107,8 +107,9 @@ class _Walk:
             for i in range(len(path)):
                 if path.startswith(".loop", i) or path.startswith(".branch", i):
                     self.inside.add(path[: i + len(".loop" if path.startswith(".loop", i) else ".branch")])
-        self.pieces = []  # (param, origin, per-dim (start, size) in the tile, op path, who)
+        self.pieces = []  # (param, origin, per-dim (start, size) in the tile, op path, who (a _Who))
         self.compiled = {}
+        self.groups = {}  # (grain, role) -> _groups
         self.work = 0
 
     def block(self, label):
@@ -159,7 +160,13 @@ class _Walk:
         return fn(self.env)
 
     def _groups(self, w, role):
-        """(builtins, first thread, threads) of the role's threads at the writer's grain."""
+        """(builtins, first thread, threads) of the role's threads at the writer's grain (computed once)."""
+        found = self.groups.get((w.grain, role))
+        if found is None:
+            found = self.groups[w.grain, role] = self._grouped(w, role)
+        return found
+
+    def _grouped(self, w, role):
         n = self.ctx.spans[role].threads
         if w.grain == "thread":
             return [(threads.builtins_of(t), t, 1) for t in range(n)]
@@ -173,7 +180,7 @@ class _Walk:
 
     def _write(self, w, role, loops, label):
         env = self.env
-        where = label + "".join(", %s=%d" % lv for lv in loops)
+        where = (label, tuple(loops))
         found, running = [], 0
         groups = self._groups(w, role)
         self._spend(len(groups))
@@ -185,12 +192,26 @@ class _Walk:
             origin = [fn(env) for fn in w.coords]
             for offsets, copies, unit in _parts(w, b, first, count):
                 for k in range(copies):
-                    who = unit if copies == 1 else "thread %d" % (first + k)
-                    found.append((w.ref.param, origin, offsets, w.path, "%s, %s" % (where, who)))
+                    who = unit if copies == 1 else first + k
+                    found.append((w.ref.param, origin, offsets, w.path, _Who(where, who)))
         if w.unit == "role":
             # The role's threads copy a shared tile together; part of them write only their share of it.
             found = found[:1] if running == self.ctx.spans[role].threads else []
         self.pieces += found
+
+
+class _Who:
+    """Which block, loop iteration and threads wrote a box; worded only for a finding (the walk makes many)."""
+
+    __slots__ = ("where", "who")
+
+    def __init__(self, where, who):
+        self.where, self.who = where, who  # (block label, ((loop var, value), ...)); words, or a thread number
+
+    def __str__(self):
+        label, loops = self.where
+        who = self.who if isinstance(self.who, str) else "thread %d" % self.who
+        return "%s, %s" % (label + "".join(", %s=%d" % lv for lv in loops), who)
 
 
 def _parts(w, b, first, count):
