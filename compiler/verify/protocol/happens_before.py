@@ -96,8 +96,9 @@ def intersection(a, b):
 
 def uncovered(box, boxes):
     """A part of `box` that none of `boxes` covers, or None when they cover it."""
-    if any(covers(b, box) for b in boxes):
-        return None
+    for b in boxes:
+        if covers(b, box):  # the common case: one write covers the read
+            return None
     left = [box]
     for b in boxes:
         rest = []
@@ -226,7 +227,7 @@ class Memory:
                                 "reads `%s` before the write that fills it: nothing orders this read after that write" % name)
             raise Violation("uninit_read", path, "reads `%s` before anything has written it" % name)
         for w in seen:
-            if self._unsynced_peer(w, agent, inst):
+            if w.agent == agent and self._unsynced_peer(w, agent, inst):
                 raise Violation(
                     "raw", path,
                     "reads `%s`, which other threads of this role wrote, with no barrier between (named barrier or "

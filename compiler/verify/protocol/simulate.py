@@ -79,6 +79,11 @@ class _Rendezvous:
 class _Runner:
     """One thread class executing its role's body."""
 
+    __slots__ = ("index", "steps", "cls", "agent", "base", "env", "iters", "vc", "units", "gen", "pending", "done",
+                 "stuck", "waits", "count", "mma_groups", "store_groups", "cp_groups", "init_fences", "regs_written",
+                 "regs_pending", "named", "held", "last_full", "rounds", "acquired", "slot_values", "pieces",
+                 "spreads", "rv", "syncs", "sync_reg")
+
     def __init__(self, index, cls, nodes, env, agents, steps, agent):
         self.index = index
         self.steps = steps  # [ops and loop trips executed], shared by all classes and scenarios
@@ -119,8 +124,33 @@ class _Runner:
         return self.vc[self.base]
 
     def _body(self, nodes):
-        env, iters = self.env, self.iters
-        for n in nodes:
+        """The ops this class executes, in order: loops and branches are walked here (one generator frame, its
+        own stack of enclosing bodies, rather than a generator per nesting level)."""
+        env, iters, steps = self.env, self.iters, self.steps
+        stack = []  # (body, next index, its loop node or None, that loop's remaining (counter, value) pairs)
+        body, j, loop, trips = nodes, 0, None, None
+        while True:
+            if j == len(body):  # the end of a body: the next trip of its loop, or back to the enclosing body
+                if loop is not None:
+                    trip = next(trips, None)
+                    if trip is not None:
+                        i, v = trip
+                        steps[0] += 1
+                        if steps[0] > MAX_STEPS:
+                            raise Skipped("the model stopped after %d steps" % MAX_STEPS)
+                        env[loop.var] = v
+                        if loop.counter:
+                            env[loop.counter] = i
+                        iters[-1] = v
+                        j = 0
+                        continue
+                    iters.pop()
+                if not stack:
+                    return
+                body, j, loop, trips = stack.pop()
+                continue
+            n = body[j]
+            j += 1
             k = n.kind
             if k == "loop":
                 try:
@@ -133,17 +163,8 @@ class _Runner:
                 if step <= 0:
                     raise Violation("undefined", n.path, "loop step %d is not positive" % step)
                 iters.append(0)
-                steps = self.steps
-                for i, v in enumerate(range(start, end, step)):
-                    steps[0] += 1
-                    if steps[0] > MAX_STEPS:
-                        raise Skipped("the model stopped after %d steps" % MAX_STEPS)
-                    env[n.var] = v
-                    if n.counter:
-                        env[n.counter] = i
-                    iters[-1] = v
-                    yield from self._body(n.body)
-                iters.pop()
+                stack.append((body, j, loop, trips))
+                body, j, loop, trips = n.body, len(n.body), n, enumerate(range(start, end, step))
             elif k == "branch":
                 for name, key in n.scalar_reads:
                     if key not in self.regs_written:
@@ -153,7 +174,8 @@ class _Runner:
                     taken = n.cond(env)
                 except exprs.ExprError as e:
                     raise Violation("undefined", n.path, "branch condition has no value here (%s)" % e)
-                yield from self._body(n.then if taken else n.els)
+                stack.append((body, j, loop, trips))
+                body, j, loop, trips = n.then if taken else n.els, 0, None, None
             else:
                 yield n
 

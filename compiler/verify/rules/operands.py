@@ -1,5 +1,7 @@
 """Structure rules on operands: ranks, dtypes, memory spaces, ownership, windows, fragment and MMA shapes."""
 
+import functools
+
 from cake.ir.v1 import ir_pb2
 
 from compiler.ir import oprefs
@@ -203,12 +205,18 @@ def _range(ctx, expr, role_threads):
     fn = exprs.compile_expr(expr)
     step = 1 if names & {"thread", "lane"} else 32
     values = []
-    for t in range(0, max(role_threads, 1), step):
+    for env in _thread_envs(max(role_threads, 1), step):
         try:
-            values.append(fn(threads.builtins_of(t)))
+            values.append(fn(env))
         except exprs.ExprError:
             return None
     return min(values), max(values)
+
+
+@functools.lru_cache(maxsize=64)
+def _thread_envs(threads_, step):
+    """The builtins of threads 0, step, 2 step, ... below threads_ (shared: read them, never write)."""
+    return tuple(threads.builtins_of(t) for t in range(0, threads_, step))
 
 
 @rule(
