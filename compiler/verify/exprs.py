@@ -119,6 +119,17 @@ def _binary(fn, lhs, rhs):
         return sym_sym, None
     if lkind == "int":
         return (lambda env: _checked(fn, a, rfn(env))), None
+    if rkind == "sym":  # `it * T + jj`
+
+        def any_sym(env):
+            x = lfn(env)
+            try:
+                y = env[b]
+            except KeyError:
+                raise ExprError("unbound symbol %r" % b) from None
+            return _checked(fn, x, y)
+
+        return any_sym, None
     if rkind == "int":
 
         def any_int(env):
