@@ -5,6 +5,8 @@ One table for every rule that asks "which regions does this op read/write",
 so structure checks, data-flow checks and the protocol model agree.
 """
 
+import functools
+
 from cake.ir.v1 import ir_pb2
 
 from compiler.ir import topk
@@ -181,11 +183,35 @@ _BODIES = ("body", "then_body", "else_body")
 
 def expressions(msg, depth=0):
     """(message type, field, Expr) of every expression an op message holds (not those of nested bodies)."""
-    for field, value in msg.ListFields():
-        if field.message_type is None or field.name in _BODIES:
+    kind = msg.DESCRIPTOR.name
+    for name, repeated, is_expr in _expr_fields(msg.DESCRIPTOR):
+        if repeated:
+            items = getattr(msg, name)
+        elif msg.HasField(name):
+            items = (getattr(msg, name),)
+        else:
             continue
-        for item in value if field.is_repeated else (value,):
-            if item.DESCRIPTOR.name == "Expr":
-                yield msg.DESCRIPTOR.name, field.name, item
+        for item in items:
+            if is_expr:
+                yield kind, name, item
             elif depth < 8:  # op messages nest refs a few levels deep (Operand -> TileRef -> Window)
                 yield from expressions(item, depth + 1)
+
+
+@functools.lru_cache(maxsize=None)
+def _expr_fields(descriptor):
+    """(name, repeated, is an Expr) of the fields of a message type that are or may hold expressions, in field
+    number order (ListFields'), bodies left out: `expressions` visits only those."""
+    return tuple((f.name, f.is_repeated, f.message_type.name == "Expr")
+                 for f in sorted(descriptor.fields, key=lambda f: f.number)
+                 if f.message_type is not None and f.name not in _BODIES and _holds_expr(f.message_type))
+
+
+@functools.lru_cache(maxsize=None)
+def _holds_expr(descriptor, seen=frozenset()):
+    """Whether a message of this type is an Expr or can hold one."""
+    if descriptor.name == "Expr":
+        return True
+    seen = seen | {descriptor.full_name}
+    return any(f.message_type is not None and f.name not in _BODIES and f.message_type.full_name not in seen
+               and _holds_expr(f.message_type, seen) for f in descriptor.fields)
