@@ -84,7 +84,7 @@ class _Runner:
                  "regs_pending", "named", "held", "last_full", "rounds", "acquired", "slot_values", "pieces",
                  "spreads", "rv", "syncs", "sync_reg")
 
-    def __init__(self, index, cls, nodes, env, agents, steps, agent):
+    def __init__(self, index, cls, nodes, env, agents, steps, agent, memo):
         self.index = index
         self.steps = steps  # [ops and loop trips executed], shared by all classes and scenarios
         self.cls = cls
@@ -113,8 +113,10 @@ class _Runner:
         self.rounds = {}  # op path -> (enclosing loop values, round) of its last round reference
         self.acquired = {}  # (mbarrier array, slot) -> the completion its last wait there observed
         self.slot_values = {}  # BarRef -> (ops executed, value): sync_ops.SyncOps.slot_value
-        self.pieces = {}  # (Tile, writer unit, values of the names its window reads) -> the boxes it covers
-        self.spreads = {}  # (named-barrier op, values of the names its index reads) -> threads per barrier index
+        # What depends only on the class and the values it reads, kept across scenarios (Prepared.memo):
+        # (Tile, writer unit, values of the names its window reads) -> the boxes it covers, and
+        # (named-barrier op, values of the names its index reads) -> threads per barrier index.
+        self.pieces, self.spreads = memo
         self.rv = None  # rendezvous key this class is registered at
         self.syncs = 0  # block_syncs completed
         self.sync_reg = None
@@ -190,6 +192,7 @@ class Prepared:
             _bind(nodes)
         self.writers = _writer_roles(ctx)
         self.groups = _partner_groups(classes)
+        self.memo = [({}, {}) for _ in classes]  # per class: its runners' pieces and spreads, in every scenario
         self.tma_filled = set()  # (region, mbarrier array) of every TMA load
         for site in ctx.sites("tma_load"):
             region, bar = ctx.regions.get(site.msg.dst.region), ctx.barriers.get(site.msg.barrier.barrier)
@@ -217,7 +220,8 @@ class Model(DataOps, SyncOps):
         self.agents = len(prepared.agent_class)
         self.steps = steps  # [steps so far], shared by every scenario of the kernel
         self.runners = [
-            _Runner(i, c, prepared.roles[c.role_index][0], env, self.agents, self.steps, prepared.agents[i])
+            _Runner(i, c, prepared.roles[c.role_index][0], env, self.agents, self.steps, prepared.agents[i],
+                    prepared.memo[i])
             for i, c in enumerate(classes)
         ]
         self.arrays = {}
@@ -253,6 +257,7 @@ class Model(DataOps, SyncOps):
         """Step the least advanced class that can move (ties: declaration order) until all finish or none can."""
         runners = self.runners
         steps = self.steps
+        woken = self.woken  # one list, filled by the op being executed, emptied after it
         while True:
             best = holder = None  # the least advanced movable class, and the next one
             for r in runners:
@@ -268,6 +273,8 @@ class Model(DataOps, SyncOps):
                     return
                 self.diagnose()
             r, budget = best, None
+            # r stops once it is more advanced than `holder` (as advanced, when declared after it).
+            limit = None if holder is None else holder.count + (0 if r.index > holder.index else 1)
             if self.chooser is not None:  # another interleaving: any class that can move, for a few ops
                 r = self.chooser.choice(self.lockstep([x for x in runners if not (x.done or x.stuck)]))
                 budget = self.chooser.randint(1, 12)
@@ -277,7 +284,6 @@ class Model(DataOps, SyncOps):
                 if node is None:
                     r.done = True
                     break
-                self.woken = []
                 try:
                     if node.collective is None:  # execute's common case, inline
                         ok = node.handler(self, r, node)
@@ -294,21 +300,20 @@ class Model(DataOps, SyncOps):
                 else:
                     r.pending = node
                     r.stuck = True
-                if self.woken:  # barrier state moved: classes blocked on it may pass now
-                    woken = self.woken
+                if woken:  # barrier state moved: classes blocked on it may pass now
                     for x in runners:
                         # A blocked op's retry passes, or fails without effect, unless what it waits for moved
                         # (sync_ops, meet): wake only those. A random schedule wakes every class, as it chooses
                         # among the classes that can move.
                         if x.stuck and (self.chooser is not None or any(w in woken for w in x.waits)):
                             x.stuck = False
+                    woken.clear()
                     break
                 if budget is not None:
                     budget -= 1
                     if not ok or budget <= 0:
                         break
-                elif not ok or (holder is not None and (r.count > holder.count or (r.count == holder.count
-                                                                                and r.index > holder.index))):
+                elif not ok or (limit is not None and r.count >= limit):
                     break  # another class is less advanced now (or as advanced, and declared first)
 
     def lockstep(self, movable):
