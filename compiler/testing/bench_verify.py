@@ -6,8 +6,8 @@
 Prints one line per program and writes the results in the shared layout (/work/shared/notes/results.md:
 "verify" rows keyed by program, the `cake` impl's check, median, p10 and p90) with the machine's details,
 its load average before and after the run and the run's niceness: other work on the machine inflates the
-medians. Each program is parsed once; `verify` (with its source map) is timed `--runs` times. The check is
-the corpus test's: a good program or neighbour verifies clean, a known-bad one reports exactly its expected
+medians. Each program is parsed once; `verify` (with its source map) is timed once per round over all programs,
+`--runs` rounds. The check is the corpus test's: a good program or neighbour verifies clean, a known-bad one reports exactly its expected
 error (id at path).
 """
 
@@ -40,25 +40,33 @@ def programs():
     return out
 
 
-def measure(path, runs):
-    with open(path) as f:
-        text = f.read()
-    parsed = parse_kernel(text, os.path.basename(path))
-    verify(parsed.kernel, parsed.source_map)  # warm: imports, caches
-    times, diags = [], None
+def measure(paths, runs):
+    """name -> result for (name, path) `paths`: every program is timed once per round, `runs` rounds, so that a
+    burst of other work on the shared cores spreads over all programs rather than inflating a few."""
+    loaded = []
+    for name, path in paths:
+        with open(path) as f:
+            text = f.read()
+        parsed = parse_kernel(text, os.path.basename(path))
+        loaded.append((name, text, parsed, verify(parsed.kernel, parsed.source_map)))  # warm: imports, caches
+    times = {name: [] for name, _, _, _ in loaded}
     for _ in range(runs):
-        start = time.perf_counter()
-        diags = verify(parsed.kernel, parsed.source_map)
-        times.append((time.perf_counter() - start) * 1e3)
-    times.sort()
-    return {
-        "check": check(text, diags),
-        "median_ms": round(statistics.median(times), 3),
-        "p10_ms": round(times[int(0.1 * (len(times) - 1))], 3),
-        "p90_ms": round(times[int(0.9 * (len(times) - 1))], 3),
-        "min_ms": round(times[0], 3),
-        "diagnostics": len(diags),
-    }
+        for name, _, parsed, _ in loaded:
+            start = time.perf_counter()
+            verify(parsed.kernel, parsed.source_map)
+            times[name].append((time.perf_counter() - start) * 1e3)
+    out = {}
+    for name, text, _, diags in loaded:
+        t = sorted(times[name])
+        out[name] = {
+            "check": check(text, diags),
+            "median_ms": round(statistics.median(t), 3),
+            "p10_ms": round(t[int(0.1 * (len(t) - 1))], 3),
+            "p90_ms": round(t[int(0.9 * (len(t) - 1))], 3),
+            "min_ms": round(t[0], 3),
+            "diagnostics": len(diags),
+        }
+    return out
 
 
 def check(text, diags):
@@ -77,9 +85,8 @@ def main(argv=None):
     parser.add_argument("--out", default=os.path.join(ROOT, "benchmarks", "results", "verify_speed.json"))
     args = parser.parse_args(argv)
     load_before = [round(x, 2) for x in os.getloadavg()]
-    results = {}
-    for name, path in programs():
-        results[name] = r = measure(path, args.runs)
+    results = measure(programs(), args.runs)
+    for name, r in results.items():
         print("%-50s median %7.2f ms  p10 %7.2f  p90 %7.2f  (%d diagnostics%s)"
               % (name, r["median_ms"], r["p10_ms"], r["p90_ms"], r["diagnostics"],
                  "" if r["check"]["passed"] else ", CHECK FAILED: " + r["check"]["message"]))
