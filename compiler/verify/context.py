@@ -138,6 +138,13 @@ class Context:
         """True when the kernel's target has `feature` (False for an unknown target)."""
         return self.target is not None and self.target.has(feature)
 
+    def site(self, path):
+        """The op site at `path` (an op's path, "...body[2].copy"), or None."""
+        by_path = self.__dict__.get("_sites_by_path")
+        if by_path is None:
+            by_path = self._sites_by_path = {s.path: s for s in self.ops}
+        return by_path.get(path)
+
     def sites(self, *kinds):
         """The op sites of the given kinds, in walk order."""
         return [s for s in self.ops if s.kind in kinds]

@@ -139,18 +139,21 @@ class _Compiler:
         return exprs.compile_expr(e)
 
     def tile(self, ref, field):
-        hit = self.ctx.regions.get(ref.region)
+        name = ref.region  # each read of a proto field builds a Python object: read them once
+        hit = self.ctx.regions.get(name)
         if hit is None:
             return None
         index = hit[0]
         facts = self.facts[index]
         stage = self.expr(ref.stage) if ref.HasField("stage") else None
         window, used = None, set()
-        if ref.window and len(ref.window) == len(facts[3]):
-            window = tuple((exprs.compile_expr(w.start), w.size) for w in ref.window)
-            for w in ref.window:
-                used |= exprs.names(w.start)
-        return Tile(index, facts, stage, ref.region in self.ctx.pipeline_of_region, field, window, grain(used),
+        dims = ref.window
+        if dims and len(dims) == len(facts[3]):
+            starts = [(w.start, w.size) for w in dims]
+            window = tuple((exprs.compile_expr(start), size) for start, size in starts)
+            for start, _ in starts:
+                used |= exprs.names(start)
+        return Tile(index, facts, stage, name in self.ctx.pipeline_of_region, field, window, grain(used),
                     tuple(sorted(used - threads.THREAD)))
 
     def barref(self, ref):
@@ -201,7 +204,8 @@ class _Compiler:
             return None
         n = Node(kind, path)
         n.reads, n.writes = [], []
-        for field, ref, access in oprefs.tiles(kind, msg):
+        site = self.ctx.site(path)  # its tiles are computed once for the rules and the model
+        for field, ref, access in site.tiles() if site is not None else oprefs.tiles(kind, msg):
             t = self.tile(ref, field)
             if t is None:
                 continue
