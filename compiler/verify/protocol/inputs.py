@@ -189,11 +189,12 @@ class Binder:
         if not first:
             return
         sym, step = self.symbols[name], self.steps.get(name, 1)
+        unrelated = self._unrelated(name, env)
 
         def reaches(v):  # None: not a valid value; else whether it reaches t
             if v > sym.max or not all(_holds(fn, {name: v}) for fn in self.single.get(name, ())):
                 return None
-            trial = self._repair(dict(env, **{name: v}), adjusted)
+            trial = dict(env, **{name: v}) if unrelated else self._repair(dict(env, **{name: v}), adjusted)
             return None if trial is None else measure(self.environment(trial)) >= t
 
         low, high = first[0], None
@@ -250,8 +251,9 @@ class Binder:
         """Raise symbol `name` of env through its valid values until measure(environment) >= t (symbols related
         to it by a constraint follow, _repair)."""
         best, misses = None, 0
+        unrelated = self._unrelated(name, env)
         for v in itertools.islice(self.candidates(name), MAX_AIMED):
-            trial = self._repair(dict(env, **{name: v}), adjusted | {name})
+            trial = dict(env, **{name: v}) if unrelated else self._repair(dict(env, **{name: v}), adjusted | {name})
             if trial is None:
                 misses += 1
                 if best is not None and misses >= MAX_MISSES:
@@ -263,6 +265,11 @@ class Binder:
         if best is not None:
             adjusted |= {n for n in best if best[n] != env[n]}
             env.update(best)
+
+    def _unrelated(self, name, env):
+        """Whether no multi-symbol constraint names `name` and env satisfies them all: then every value of `name`
+        does, and _repair would return each trial as it is."""
+        return all(name not in ns for _, ns in self.multi) and self.satisfies(env)
 
     def _repair(self, trial, fixed):
         """`trial` with symbols outside `fixed` raised (each through its valid values) until every multi-symbol
