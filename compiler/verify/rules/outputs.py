@@ -109,6 +109,7 @@ class _Walk:
                     self.inside.add(path[: i + len(".loop" if path.startswith(".loop", i) else ".branch")])
         self.pieces = []  # (param, origin, per-dim (start, size) in the tile, op path, who (a _Who))
         self.compiled = {}
+        self.plans = {}  # body prefix -> _plan
         self.groups = {}  # (grain, role) -> _groups
         self.work = 0
 
@@ -119,44 +120,58 @@ class _Walk:
 
     def _body(self, ops, prefix, role, loops, label):
         env = self.env
-        for j, op in enumerate(ops):
-            kind = op.WhichOneof("kind")
-            path = "%s[%d].%s" % (prefix, j, kind)
-            if kind == "loop" and path in self.inside:
-                m = op.loop
-                start, end = self._value(path, "start", m.start), self._value(path, "end", m.end)
-                step = self._value(path, "step", m.step) if m.HasField("step") else 1
+        for what, path, m, per_thread in self._plan(ops, prefix):
+            if what == "loop":
+                start, end = self._value(path, "start", m), self._value(path, "end", m)
+                step = self._value(path, "step", m) if m.HasField("step") else 1
                 if m.kind == C.LOOP_KIND_PERSISTENT:
                     start, step = start + env["block.x"], env["grid.x"]
                 if step <= 0:
                     continue
+                var, counter, body = m.var, m.counter, m.body
                 for i, v in enumerate(range(start, end, step)):
                     self._spend(1)
-                    env[m.var] = v
-                    if m.counter:
-                        env[m.counter] = i
-                    self._body(m.body, path + ".body", role, loops + [(m.var, v)], label)
-            elif kind == "branch" and path in self.inside:
-                m = op.branch
-                if exprs.names(m.cond) & threads.THREAD:  # decided per thread when the write runs
+                    env[var] = v
+                    if counter:
+                        env[counter] = i
+                    self._body(body, path + ".body", role, loops + [(var, v)], label)
+            elif what == "branch":
+                if per_thread:  # decided per thread when the write runs
                     self._body(m.then_body, path + ".then_body", role, loops, label)
                     self._body(m.else_body, path + ".else_body", role, loops, label)
                 else:
-                    taken = self._value(path, "cond", m.cond)
+                    taken = self._value(path, "cond", m)
                     arm = ("then_body", m.then_body) if taken else ("else_body", m.else_body)
                     self._body(arm[1], "%s.%s" % (path, arm[0]), role, loops, label)
-            elif path in self.by_path:
-                self._write(self.by_path[path], role, loops, label)
+            else:
+                self._write(m, role, loops, label)
+
+    def _plan(self, ops, prefix):
+        """The ops of the body at `prefix` the walk acts on, found once: (what, path, loop or branch message or
+        _Writer, whether a branch is decided per thread); the others hold no output write."""
+        plan = self.plans.get(prefix)
+        if plan is None:
+            plan = self.plans[prefix] = []
+            for j, op in enumerate(ops):
+                kind = op.WhichOneof("kind")
+                path = "%s[%d].%s" % (prefix, j, kind)
+                if kind == "loop" and path in self.inside:
+                    plan.append(("loop", path, op.loop, False))
+                elif kind == "branch" and path in self.inside:
+                    plan.append(("branch", path, op.branch, bool(exprs.names(op.branch.cond) & threads.THREAD)))
+                elif path in self.by_path:
+                    plan.append(("write", path, self.by_path[path], False))
+        return plan
 
     def _spend(self, work):
         self.work += work
         if self.work > MAX_WORK:
             raise _GiveUp()
 
-    def _value(self, path, field, expr):
+    def _value(self, path, field, msg):
         fn = self.compiled.get((path, field))
         if fn is None:
-            fn = self.compiled[(path, field)] = exprs.compile_expr(expr)
+            fn = self.compiled[(path, field)] = exprs.compile_expr(getattr(msg, field))
         return fn(self.env)
 
     def _groups(self, w, role):
