@@ -3,12 +3,20 @@
 Timings are comparable only on the same hardware, clocks and software, so every
 TimingResult carries this record. Current clocks and the display driver come from
 nvidia-smi (sampled when the record is taken), peak clocks also from the CUDA
-driver; anything unavailable is None.
+driver; anything unavailable is None. `machine_record` is the "machine" entry of a
+benchmark result file (../shared/notes/results.md): this record plus the commit
+measured, the date and the peers' versions.
 """
 
+import datetime
 import importlib.metadata
+import os
 import platform
 import subprocess
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# The libraries a benchmark's figures depend on besides torch (the peers and Triton, which fla runs on).
+PACKAGES = ("triton", "flashlib", "flash-kmeans", "fla-core", "protobuf", "grpcio")
 
 SMI_FIELDS = (
     "pci.bus_id",
@@ -121,4 +129,25 @@ def collect(ordinal=0):
         except CudaError:
             record[key] = None
     record.update(smi_record(bus_id))
+    return record
+
+
+def cake_commit():
+    """The commit measured: $CAKE_COMMIT when set (a copy of the tree may sit inside another checkout, whose
+    HEAD git would report), else the HEAD of the checkout this file is in, else "unknown"."""
+    if os.environ.get("CAKE_COMMIT"):
+        return os.environ["CAKE_COMMIT"]
+    try:
+        proc = subprocess.run(["git", "-C", ROOT, "rev-parse", "HEAD"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return "unknown"
+    return proc.stdout.strip() or "unknown"
+
+
+def machine_record(ordinal=0, packages=PACKAGES):
+    """A result file's "machine": the device record, the commit, the UTC time, and each package's version."""
+    record = collect(ordinal)
+    record["cake_commit"] = cake_commit()
+    record["date"] = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    record.update({name: _distribution_version(name) for name in packages})
     return record

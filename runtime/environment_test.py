@@ -35,3 +35,14 @@ def test_smi_record_picks_the_device_by_bus_id(monkeypatch, tmp_path):
     assert record["sm_clock_mhz"] == 345.0 and record["sm_clock_max_mhz"] == 1980.0
     assert record["driver_version"] == "570.124.06" and record["power_w"] is None
     assert "no GPU at 0000:99:00.0" in environment.smi_record("0000:99:00.0")["smi_error"]
+
+
+def test_the_commit_measured_is_cake_commit_when_set(monkeypatch):
+    monkeypatch.setenv("CAKE_COMMIT", "0123abc")
+    assert environment.cake_commit() == "0123abc"
+
+
+def test_the_commit_measured_is_the_checkouts_head_otherwise(monkeypatch):
+    monkeypatch.delenv("CAKE_COMMIT", raising=False)
+    monkeypatch.setattr(environment, "ROOT", "/nonexistent")
+    assert environment.cake_commit() == "unknown"

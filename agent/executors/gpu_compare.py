@@ -15,7 +15,6 @@ the curve (evaluation index, device seconds, best median_ms so far).
 """
 
 import argparse
-import datetime
 import json
 import os
 import sqlite3
@@ -25,25 +24,6 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TASK = "kmeans-assign-paper"
-
-
-def _machine():
-    out = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
-    smi = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version,clocks.max.sm", "--format=csv,noheader"],
-                         capture_output=True, text=True)
-    if smi.returncode == 0 and smi.stdout.strip():
-        name, driver, clock = [x.strip() for x in smi.stdout.strip().splitlines()[0].split(",")]
-        out.update(gpu=name, driver=driver, sm_clock_mhz=clock)
-    try:
-        import torch
-
-        out["torch"] = torch.__version__
-    except ImportError:
-        pass
-    out["cpu_cores"] = os.cpu_count()
-    git = subprocess.run(["git", "-C", ROOT, "rev-parse", "HEAD"], capture_output=True, text=True)
-    out["cake_commit"] = git.stdout.strip() or os.environ.get("CAKE_COMMIT", "")
-    return out
 
 
 def _summary(run_dir, wall_s):
@@ -77,7 +57,10 @@ def main(argv=None):
     p.add_argument("--seconds", type=float, default=150.0, help="a wall-clock stop for each run's search")
     args = p.parse_args(argv)
     os.makedirs(args.out, exist_ok=True)
-    doc = {"benchmark": "agent/executors/gpu_compare.py", "task": TASK, "machine": _machine(),
+    from runtime.environment import machine_record  # here: it needs the GPU's libraries
+
+    doc = {"benchmark": "agent/executors/gpu_compare.py", "task": TASK,
+           "machine": dict(machine_record(), cpu_cores=os.cpu_count()),
            "budget": {"evaluations": args.evaluations, "seconds": args.seconds}, "window": args.window, "modes": {}}
     for mode in ("serial", "local"):
         run_dir = os.path.join(args.out, mode)

@@ -21,6 +21,7 @@ from kernels.gemm import schedules
 from kernels.gemm.contract import gemm_contract
 from runtime.check import check_kernel
 from runtime.compiled import CompiledKernelRunner
+from runtime.environment import machine_record
 from runtime.timing import TimingConfig, time_kernel
 
 CHECK_SHAPES = [
@@ -58,20 +59,29 @@ def peers():
     return {"cublas": cublas}
 
 
+def _timed(entry, launch, bench, config, flops):
+    """Check `launch` with the oracle at CHECK_SHAPES, then time it at the benchmark shape into `entry`."""
+    checked = check_kernel(gemm_contract(CHECK_SHAPES), launch)
+    entry["check"] = {"passed": checked.passed, "message": checked.message}
+    if not checked.passed:
+        return
+    t = time_kernel(bench, launch, config)
+    entry.update(median_ms=t.median_ms, p10_ms=t.p10_ms, p90_ms=t.p90_ms, tflops=flops / t.median_ms / 1e9,
+                 verified=t.verified, timing=t.to_dict())
+
+
 def run(quick=False):
-    results = {"shape": BENCH_SHAPE, "variants": {}}
+    """The result file (../shared/notes/results.md's layout): one "gemm" row with cuBLAS and each variant."""
     flops = 2.0 * BENCH_SHAPE["M"] * BENCH_SHAPE["N"] * BENCH_SHAPE["K"]
     config = TimingConfig(warmup=5 if quick else 10, reps=20 if quick else 50)
     bench = gemm_contract([BENCH_SHAPE])
-    peer = time_kernel(bench, cublas, config)
-    results["cublas"] = {"median_ms": peer.median_ms, "tflops": flops / peer.median_ms / 1e9, "timing": peer.to_dict()}
-    results["environment"] = peer.environment
+    impls = {"cublas": {}}
+    _timed(impls["cublas"], cublas, bench, config, flops)
     for name, params in VARIANTS.items():
-        kernel = schedules.gemm_sm90a(**params)
-        built = build(kernel)
-        entry = {"params": params, "diagnostics": [d.message for d in built.diagnostics]}
-        results["variants"][name] = entry
+        built = build(schedules.gemm_sm90a(**params))
+        entry = impls["cake_" + name] = {"params": params, "diagnostics": [d.message for d in built.diagnostics]}
         if not built.ok:
+            entry["check"] = {"passed": False, "message": "did not build"}
             continue
         entry["resources"] = {"registers": built.compiled.resources.registers,
                               "spill_bytes": built.compiled.resources.spill_store_bytes}
@@ -81,19 +91,14 @@ def run(quick=False):
         def launch(outputs, inputs, runner=runner):
             runner(A=inputs[0], B=inputs[1], C=outputs[0])
 
-        checked = check_kernel(gemm_contract(CHECK_SHAPES), launch)
-        entry["check"] = {"passed": checked.passed, "message": checked.message}
-        if not checked.passed:
-            continue
-        t = time_kernel(bench, launch, config)
-        entry["median_ms"] = t.median_ms
-        entry["tflops"] = flops / t.median_ms / 1e9
-        entry["vs_cublas"] = peer.median_ms / t.median_ms
-        entry["verified"] = t.verified
-        entry["timing"] = t.to_dict()
-    best = max((v for v in results["variants"].values() if "tflops" in v), key=lambda v: v["tflops"], default=None)
-    results["best_vs_cublas"] = best["vs_cublas"] if best else None
-    return results
+        _timed(entry, launch, bench, config, flops)
+    peer = impls["cublas"].get("median_ms")
+    for entry in impls.values():
+        if peer and "median_ms" in entry:
+            entry["vs_cublas"] = peer / entry["median_ms"]
+    ours = [e["vs_cublas"] for n, e in impls.items() if n != "cublas" and "vs_cublas" in e]
+    return {"machine": machine_record(), "gemm": [{"shape": dict(BENCH_SHAPE, dtype="bf16"), "impls": impls}],
+            "best_vs_cublas": max(ours, default=None)}
 
 
 def main():
@@ -102,13 +107,11 @@ def main():
     ap.add_argument("--quick", action="store_true")
     args = ap.parse_args()
     res = run(args.quick)
-    text = json.dumps(res, indent=1, default=str)
     if args.out:
         with open(args.out, "w") as f:
-            f.write(text)
-    print("cuBLAS: %.3f ms %.0f TFLOP/s" % (res["cublas"]["median_ms"], res["cublas"]["tflops"]))
-    for name, v in res["variants"].items():
-        print("%-16s %s" % (name, "%.3f ms %.0f TFLOP/s %.2fx cuBLAS check=%s sass=%s" % (
+            json.dump(res, f, indent=1, default=str)
+    for name, v in res["gemm"][0]["impls"].items():
+        print("%-18s %s" % (name, "%.3f ms %.0f TFLOP/s %.2fx cuBLAS check=%s sass=%s" % (
             v["median_ms"], v["tflops"], v["vs_cublas"], v["check"]["passed"], v.get("sass"))
             if "median_ms" in v else "FAILED: %s %s" % (v.get("diagnostics"), v.get("check"))))
 

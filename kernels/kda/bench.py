@@ -25,6 +25,7 @@ import time
 import torch
 
 from kernels.kda import api, reference
+from runtime.environment import machine_record
 
 LOWER_BOUND = -5.0
 FLASHKDA_SETS = {"fixed": [[8192]], "varlen": [[1300, 547, 2048, 963, 271, 3063], [1024] * 8]}
@@ -148,15 +149,6 @@ def correctness_inputs(case, gen, dev="cuda"):
     return kw
 
 
-def machine():
-    from runtime import environment
-
-    rec = environment.collect()
-    rec["date"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    rec["cake_commit"] = os.environ.get("CAKE_COMMIT")
-    return rec
-
-
 def _time(fn, kw):
     from triton.testing import do_bench
 
@@ -220,7 +212,7 @@ def main(argv=None):
                     help="time the peers only while this many seconds of the run are left (their JIT autotuning is long)")
     args = ap.parse_args(argv)
     gen = torch.Generator(device="cuda").manual_seed(0)
-    result = {"machine": machine(), "checks": [], "forward": []}
+    result = {"machine": machine_record(), "checks": [], "forward": []}
     for case in correctness_cases():
         kw = correctness_inputs(case, gen)
         want = expected(kw, dtype=torch.float32, algo="recurrent")

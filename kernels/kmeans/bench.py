@@ -158,7 +158,9 @@ def main():
         print(json.dumps({"shape": row["shape"], **{n: (round(e["median_ms"], 4) if "median_ms" in e else
                                                     str(e.get("error") or e["check"]["message"])[:160])
                                                 for n, e in row["impls"].items()}}), flush=True)
-    result = {"assign": rows}
+    from runtime.environment import machine_record
+
+    result = {"machine": machine_record(), "assign": rows}
     if args.lloyd:
         try:
             proc = subprocess.run([sys.executable, "-m", "kernels.kmeans.bench", "--child", LLOYD], capture_output=True,

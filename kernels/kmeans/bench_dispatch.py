@@ -148,7 +148,7 @@ def tune(env, deadline, log):
                                "by runtime.timing.time_kernel (cold L2, CUDA events, median, outputs verified); the "
                                "fastest verified one wins. Buckets whose representative is above %.0e flops keep the "
                                "cost model's choice." % WORK_CAP_FLOPS,
-                        "date": time.strftime("%Y-%m-%d"), "commit": os.environ.get("CAKE_COMMIT", "")})
+                        "date": env["date"], "commit": env["cake_commit"]})
     with open(dispatch.CANDIDATES) as f:
         plan = json.load(f)["buckets"]
     for key, item in plan.items():
@@ -301,7 +301,7 @@ def main():
     missing = [k.name for k in variants.prebuilt_all() if prebuilt.find(k) is None]
     log("prebuilt kernels: %d of %d found%s" % (len(variants.prebuilt_all()) - len(missing), len(variants.prebuilt_all()),
                                                 "; missing (JIT): %s" % missing[:5] if missing else ""))
-    env = environment.collect(0)
+    env = environment.machine_record()
     log("machine: %s" % json.dumps(env))
     db = tune(env, min(deadline, time.time() + args.tune_s), log)
     db_path = os.path.join(dispatch.TUNING_DIR, "h200.json")
@@ -352,8 +352,7 @@ def main():
     }
     log("summary: %s" % json.dumps(summary))
     result = {
-        "machine": dict(env, cake_commit=os.environ.get("CAKE_COMMIT", ""), date=time.strftime("%Y-%m-%d"),
-                        triton=_version("triton"), flashlib=_version("flashlib")),
+        "machine": env,
         "how": {"tuning": db.made["how"], "validation": __doc__.split("2. ")[1].split("3. ")[0].strip(),
                 "work_cap_flops": WORK_CAP_FLOPS, "bytes_cap": BYTES_CAP, "seed": SEED,
                 "norms": "cake computes ||c||^2 once per centroid tensor and version (reps reuse it); flashlib "
@@ -365,15 +364,6 @@ def main():
     with open(os.path.join(args.out_dir, "kmeans_dispatch_h200.json"), "w") as f:
         json.dump(result, f, indent=1, default=str)
     log("wrote %s" % os.path.join(args.out_dir, "kmeans_dispatch_h200.json"))
-
-
-def _version(name):
-    import importlib.metadata
-
-    try:
-        return importlib.metadata.version(name)
-    except importlib.metadata.PackageNotFoundError:
-        return None
 
 
 if __name__ == "__main__":

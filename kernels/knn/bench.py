@@ -18,7 +18,6 @@ normalised rows, ip unsupported); torch is a chunked `mm` in f32 + `topk`.
 
 import argparse
 import concurrent.futures
-import datetime
 import json
 import os
 import subprocess
@@ -229,7 +228,7 @@ def machine():
     """Device copy bandwidth (bytes read + written) and the bf16 GEMM rate, measured now."""
     import torch
 
-    from runtime.environment import collect
+    from runtime.environment import machine_record
 
     n = 1 << 31
     a = torch.empty(n, dtype=torch.uint8, device="cuda")
@@ -254,7 +253,7 @@ def machine():
     e.record()
     torch.cuda.synchronize()
     gemm_ms = s.elapsed_time(e) / 10
-    env = collect(0)
+    env = machine_record()
     env.update(copy_gbps=2.0 * n / copy_ms / 1e6, bf16_gemm_tflops=2.0 * 8192 ** 3 / gemm_ms / 1e9)
     return env
 
@@ -359,7 +358,7 @@ def main():
 
 def _write(path, rows, record):
     """The result file in the shared layout (benchmarks/results): the machine, then rows per op."""
-    result = {"machine": dict(record, cake_commit=_commit(), date=datetime.date.today().isoformat())}
+    result = {"machine": record}
     for row in rows:
         base = row["impls"].get("flashlib", {})
         for entry in row["impls"].values():
@@ -370,17 +369,6 @@ def _write(path, rows, record):
         result.setdefault(op_of(row["shape"]), []).append(row)
     with open(path, "w") as f:
         json.dump(result, f, indent=1, default=str)
-
-
-def _commit():
-    """The commit measured: $CAKE_COMMIT when set (a copy of the tree may sit inside another checkout,
-    whose HEAD git would report), else git's HEAD."""
-    if os.environ.get("CAKE_COMMIT"):
-        return os.environ["CAKE_COMMIT"]
-    try:
-        return subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
 
 
 if __name__ == "__main__":
