@@ -10,6 +10,8 @@
   a test pass (or fail) that would not under `bazel test`.
 - Keeps python/ (the wheel's sources, whose `cake` package would hide the generated one) off sys.path
   outside python/'s own test files, when collecting and when running.
+- Turns gRPC's fork support off before any test imports grpc (compiler/service/__init__.py says why: a
+  test that starts a subprocess after using a channel would otherwise lose it, now and then, to SIGABRT).
 - GPU tests (`@pytest.mark.gpu`) skip cleanly without a GPU, and fail with a clear
   "no GPU" message when REQUIRE_GPU=1 (bazel test --config=gpu sets it).
 """
@@ -23,6 +25,8 @@ import tempfile
 import warnings
 
 import pytest
+
+import compiler.service  # noqa: F401  (before any test imports grpc: it turns gRPC's fork support off)
 
 ROOT = os.path.dirname(os.path.abspath(__file__))
 
