@@ -110,6 +110,10 @@ class Store:
                 (ir_hash, ir_text, genome, parent_id, tactic, author, generation, repair_depth, time.time()))
             return cur.lastrowid
 
+    def hashes_after(self, cid):
+        """(id, ir_hash) of the candidates inserted after candidate `cid`, in insertion order."""
+        return self.db.execute("SELECT id, ir_hash FROM candidates WHERE id > ? ORDER BY id", (cid,)).fetchall()
+
     def has_hash(self, ir_hash):
         return self.db.execute("SELECT 1 FROM candidates WHERE ir_hash = ?", (ir_hash,)).fetchone() is not None
 

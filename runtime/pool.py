@@ -137,7 +137,7 @@ class WorkerPool:
         self.initializer = initializer  # "package.module:function" run once in each new worker
         self.env = dict(env or {})  # set in each new worker before its initializer (e.g. CUDA_VISIBLE_DEVICES)
         self.start_timeout_s = start_timeout_s
-        self.max_jobs_per_worker = max_jobs_per_worker  # bounds what a long-lived worker accumulates
+        self.max_jobs_per_worker = max_jobs_per_worker  # bounds what a long-lived worker accumulates (None: never)
         self._ctx = multiprocessing.get_context("spawn")
         self._worker = None
         self.workers_started = 0
@@ -181,7 +181,7 @@ class WorkerPool:
             self._discard_worker()
         else:
             worker.jobs += 1
-            if worker.jobs >= self.max_jobs_per_worker:
+            if self.max_jobs_per_worker is not None and worker.jobs >= self.max_jobs_per_worker:
                 self._worker.stop()
                 self._worker = None
         record = {

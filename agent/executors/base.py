@@ -9,8 +9,11 @@ dying (an executor retries a job lost with its worker, node or actor a few times
 first). Executors never touch the run store; the driver (pipeline.py) writes it.
 """
 
+import collections
 import dataclasses
 import itertools
+
+from agent.executors.known import KnownLog
 
 
 @dataclasses.dataclass(frozen=True)
@@ -28,6 +31,8 @@ class Executor:
     def __init__(self, cpu_slots, gpu_slots):
         self.cpu_slots, self.gpu_slots = cpu_slots, gpu_slots
         self._tickets = itertools.count(1)
+        self.known = KnownLog()  # the store's hashes, fed by the driver, sent to each CPU worker in deltas
+        self.submitted = collections.Counter()  # jobs by kind
 
     def describe(self):
         gpus = ", %d measurement worker%s" % (self.gpu_slots, "s" * (self.gpu_slots != 1)) if self.gpu_slots else ""
@@ -36,6 +41,7 @@ class Executor:
     def submit(self, kind, payload):
         """Queue a job; its ticket."""
         ticket = next(self._tickets)
+        self.submitted[kind] += 1
         self._send(ticket, kind, payload)
         return ticket
 

@@ -38,8 +38,10 @@ class LocalExecutor(Executor):
             pickle.dump(config, f)
         self._cpu, self._gpu, self._results = queue.Queue(), queue.Queue(), queue.Queue()
         self._stopping = threading.Event()
-        self._pools = [WorkerPool() for _ in range(cpu_workers)]
-        self._threads = [threading.Thread(target=self._cpu_slot, args=(pool,), daemon=True, name="cake-cpu-%d" % i)
+        # CPU workers hold no device state to shed, and a restart costs seconds of imports: never recycled
+        # (every 200 jobs, a long run spent most of its time starting workers).
+        self._pools = [WorkerPool(max_jobs_per_worker=None) for _ in range(cpu_workers)]
+        self._threads = [threading.Thread(target=self._cpu_slot, args=(i, pool), daemon=True, name="cake-cpu-%d" % i)
                          for i, pool in enumerate(self._pools)]
         self._evaluators = []
         for i in range(self.gpu_slots):
@@ -53,14 +55,14 @@ class LocalExecutor(Executor):
     def _send(self, ticket, kind, payload):
         (self._gpu if kind == "measure" else self._cpu).put((ticket, kind, payload, 1))
 
-    def _cpu_slot(self, pool):
+    def _cpu_slot(self, slot, pool):
         while True:
             item = self._cpu.get()
             if item is None or self._stopping.is_set():
                 return
             ticket, kind, payload, tries = item
             job = Job(task="agent.executors.work:run_in_process", ir_hash=payload.get("ir_hash", ""),
-                      payload={"config": self._config_path, "kind": kind, "job": payload},
+                      payload={"config": self._config_path, "kind": kind, "job": self.known.attach(slot, payload)},
                       time_limit_s=TIME_LIMIT_S[kind], label=kind)
             try:
                 record = pool.run(job)
@@ -68,7 +70,10 @@ class LocalExecutor(Executor):
                 record = {"ok": False, "failure": {"kind": failures.CRASH, "message": str(e)}}
             if self._stopping.is_set():
                 return
+            if not record["ok"] or record.get("worker_replaced"):
+                self.known.lost(slot)  # its copy of the known log may be gone with it: send it all again
             if record["ok"]:
+                self.known.replied(slot, record["result"])
                 self._results.put((ticket, record["result"]))
             elif record["failure"]["kind"] in (failures.CRASH, failures.TIMEOUT) and tries < MAX_TRIES:
                 time.sleep(RETRY_PAUSE_S)  # a lost worker: the job goes back in line

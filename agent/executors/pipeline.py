@@ -98,6 +98,7 @@ class Pipeline(loop.Evolver):
         # Their merge is fixed too (_lane): proposals run up to `window` generations ahead of the checks.
         self._lanes = {"p": collections.deque(), "c": collections.deque()}
         self._jobs = {}  # ticket -> the entry waiting for it
+        self._known_id = 0  # the last candidate whose hash the executor's known log has
         self._chains = {}  # ticket -> _Chain of compiles and measurements in flight
         self._compiles = {}  # IR hash -> ticket of a prefetched compile, or ("done", its result)
         self._prefetching = {}  # ticket -> IR hash of a prefetched compile in flight
@@ -202,6 +203,14 @@ class Pipeline(loop.Evolver):
             self._open.add(r)
         else:
             self._open.discard(r)
+
+    def _known_n(self):
+        """How many of the store's hashes a proposal may skip as known: all of them now (known.py)."""
+        rows = self.store.hashes_after(self._known_id)
+        if rows:
+            self._known_id = rows[-1][0]
+            self.executor.known.extend(h for _, h in rows)
+        return len(self.executor.known.hashes)
 
     def _submit(self, entry, kind, job):
         entry.job = job
@@ -435,13 +444,13 @@ class Pipeline(loop.Evolver):
         if getattr(author, "name", "") == "search":
             order = self.bandit.order(sorted(author.tactics), rng)
             self._submit(entry, "propose", {"parent": self._kernel_bytes(parent), "genome": parent["genome"],
-                                            "order": order, "rng": rng.getstate()})
+                                            "order": order, "rng": rng.getstate(), "known_n": self._known_n()})
         else:  # an LLM: its proposals, made here; their checks follow at the commit
             ctx = Context(rng, lambda k: not self.store.has_hash(ir_hash(k)))
             entry.value, entry.done = {"proposals": author.propose(self._parent(parent), ctx)}, True
 
     def _resume_attempt(self, entry, result):
-        job = dict(entry.job, order=entry.job["order"][result["pos"] + 1:], rng=result["rng"])
+        job = dict(entry.job, order=entry.job["order"][result["pos"] + 1:], rng=result["rng"], known_n=self._known_n())
         entry.done = False
         self._submit(entry, "propose", job)
 

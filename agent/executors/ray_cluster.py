@@ -140,7 +140,8 @@ class RayExecutor(Executor):
                 i = min(free, key=lambda j: load[j])
                 ticket, kind, payload, tries = queued.pop(0)
                 actor = self._actors[pool][i]
-                ref = actor.measure.remote(payload) if pool == "gpu" else actor.run.remote(kind, payload)
+                ref = (actor.measure.remote(payload) if pool == "gpu"
+                       else actor.run.remote(kind, self.known.attach(i, payload)))
                 load[i] += 1
                 self._refs[ref] = (ticket, kind, payload, tries, pool, i)
 
@@ -165,9 +166,14 @@ class RayExecutor(Executor):
             ticket, kind, payload, tries, pool, i = self._refs.pop(ref)
             self._load[pool][i] -= 1
             try:
-                out.append((ticket, ray.get(ref)))
+                result = ray.get(ref)
+                if pool == "cpu":
+                    self.known.replied(i, result)
+                out.append((ticket, result))
             except (exceptions.RayActorError, exceptions.ActorUnavailableError, exceptions.ObjectLostError,
                     exceptions.WorkerCrashedError, exceptions.NodeDiedError) as e:
+                if pool == "cpu":
+                    self.known.lost(i)
                 if tries < MAX_TRIES:  # lost with its actor or node: the restarted actor (or another) does it again
                     self._queued[pool].append((ticket, kind, payload, tries + 1))
                     if (pool, i) not in self._pings.values():

@@ -9,7 +9,8 @@ compiler port (in-process unless the run names a compiler service; verify and an
 answers cached across runs, verify_cache.py) and the task.
 
 Jobs (dicts in, dicts out, all picklable):
-- propose: the first tactic of `order` that applies to the parent, resuming a walk
+- propose: the first tactic of `order` that applies to the parent and makes a kernel not
+  among the store's first `known_n` (known.py), resuming a walk
   (agent/authors/search.applicable) at a random state.
 - check: verify + analyze (assess.check), and for a rejected candidate every repair
   child its diagnostics call for (the driver keeps the first ones it has not seen).
@@ -29,6 +30,7 @@ from cake.ir.v1 import ir_pb2
 
 from agent import assess, repair as repair_mod, seeds, tactics as tactics_mod
 from agent.authors.search import applicable
+from agent.executors.known import KnownCopy
 from agent.genome import Genome
 from compiler.ir.hashing import ir_hash
 from compiler.ir.text import print_kernel
@@ -101,6 +103,7 @@ class Context:
             self._stack.callback(cache.close)
             port = CachedPort(port, cache, context=_knowledge_digest(config.knowledge))
         self.port = port
+        self.known = KnownCopy()
 
     def close(self):
         self._stack.close()
@@ -113,9 +116,15 @@ class Context:
                                       Genome.from_json(job["genome"]) if job["genome"] else None)
         rng = random.Random()
         rng.setstate(job["rng"])
+        self.known.update(job)
+        prefix = job.get("known_n", 0)
         for pos, name, child in applicable(self.tactics, job["order"], subject, self.task.fixed, rng):
-            return {"pos": pos, "tactic": name, "child": candidate(child.kernel, child.genome), "rng": rng.getstate()}
-        return {"pos": None}
+            h = ir_hash(child.kernel)
+            if self.known.known(h, prefix):
+                continue  # where the driver would resume the walk, with the same draws
+            return {"pos": pos, "tactic": name, "child": candidate(child.kernel, child.genome, h), "rng": rng.getstate(),
+                    "known_len": len(self.known)}
+        return {"pos": None, "known_len": len(self.known)}
 
     def check(self, job):
         kernel = ir_pb2.Kernel.FromString(job["kernel"])
@@ -150,9 +159,9 @@ class Context:
         return found
 
 
-def candidate(kernel, genome):
+def candidate(kernel, genome, hash_=None):
     """A kernel as the driver records it: IR bytes, hash, text, genome."""
-    return {"kernel": kernel.SerializeToString(), "ir_hash": ir_hash(kernel), "ir_text": print_kernel(kernel),
+    return {"kernel": kernel.SerializeToString(), "ir_hash": hash_ or ir_hash(kernel), "ir_text": print_kernel(kernel),
             "genome": genome.to_json() if genome else None}
 
 
