@@ -153,6 +153,10 @@ class WorkerPool:
             self._worker.stop()
             self._worker = None
 
+    def start(self):
+        """Start the worker now rather than at the first job (WorkerStartError if it cannot start)."""
+        self._ready_worker()
+
     def terminate(self):
         """Kill the worker now, whatever it is doing (safe from another thread: a job in flight ends as a crash)."""
         worker = self._worker

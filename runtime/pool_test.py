@@ -77,10 +77,20 @@ def test_workers_are_recycled_after_max_jobs(results):
         assert pids[0] == pids[1] != pids[2] and p.workers_started == 2
 
 
+def test_a_worker_started_ahead_runs_the_first_job_and_none_is_recycled_without_a_limit(results):
+    with pool.WorkerPool(results_path=results, max_jobs_per_worker=None) as p:
+        p.start()
+        assert p.workers_started == 1
+        pids = {p.run(job("echo"))["worker_pid"] for _ in range(3)}
+        assert len(pids) == 1 and p.workers_started == 1
+
+
 def test_initializer_failure_is_raised_in_the_parent():
     with pool.WorkerPool(initializer=T + "fail_to_start") as p:
         with pytest.raises(pool.WorkerStartError, match="no GPU in this worker"):
             p.run(job("echo"))
+        with pytest.raises(pool.WorkerStartError, match="no GPU in this worker"):
+            p.start()
 
 
 def test_describe_exit():

@@ -22,7 +22,7 @@ from agent.executors.base import Executor, Failed
 from runtime import failures
 from runtime.pool import Job, WorkerPool, WorkerStartError
 
-TIME_LIMIT_S = {"propose": 300.0, "check": 600.0, "compile": 900.0}
+TIME_LIMIT_S = {"warm": 300.0, "propose": 300.0, "check": 600.0, "compile": 900.0}
 MAX_TRIES = 3
 RETRY_PAUSE_S = 1.0
 
@@ -56,6 +56,14 @@ class LocalExecutor(Executor):
         (self._gpu if kind == "measure" else self._cpu).put((ticket, kind, payload, 1))
 
     def _cpu_slot(self, slot, pool):
+        # Start the worker and build its Context while the driver sets the run up: otherwise the first jobs
+        # wait for process starts one after another (the seed's check, its compile, its measurement).
+        # A worker that cannot start is reported by the first job it was meant for.
+        try:
+            pool.run(Job(task="agent.executors.work:warm", payload={"config": self._config_path}, ir_hash="",
+                         time_limit_s=TIME_LIMIT_S["warm"], label="warm"))
+        except WorkerStartError:
+            pass
         while True:
             item = self._cpu.get()
             if item is None or self._stopping.is_set():
@@ -83,6 +91,10 @@ class LocalExecutor(Executor):
                 self._results.put((ticket, Failed(f["kind"], f["message"])))
 
     def _gpu_slot(self, evaluator, binding):
+        try:
+            evaluator.warm()  # the measurement worker's start (CUDA) before the first candidate is built
+        except WorkerStartError:
+            pass  # the first measurement reports it
         while True:
             item = self._gpu.get()
             if item is None or self._stopping.is_set():

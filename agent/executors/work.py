@@ -197,15 +197,24 @@ def _knowledge_digest(layers):
 _CONTEXTS = {}
 
 
-def run_in_process(payload):
-    """The pool task of the local executor's CPU workers: {"config": path of a pickled WorkerConfig, "kind", "job"}."""
-    ctx = _CONTEXTS.get(payload["config"])
+def _context(config_path):
+    ctx = _CONTEXTS.get(config_path)
     if ctx is None:
         import pickle
 
-        with open(payload["config"], "rb") as f:
-            ctx = _CONTEXTS[payload["config"]] = Context(pickle.load(f))
-    return ctx.run(payload["kind"], payload["job"])
+        with open(config_path, "rb") as f:
+            ctx = _CONTEXTS[config_path] = Context(pickle.load(f))
+    return ctx
+
+
+def run_in_process(payload):
+    """The pool task of the local executor's CPU workers: {"config": path of a pickled WorkerConfig, "kind", "job"}."""
+    return _context(payload["config"]).run(payload["kind"], payload["job"])
+
+
+def warm(payload):
+    """A worker's first task: its Context for {"config": path}, built before any job needs it."""
+    _context(payload["config"])
 
 
 @dataclasses.dataclass(frozen=True)

@@ -23,6 +23,9 @@ class FakeEvaluator:
         self.delay_s = delay_s  # real seconds each measurement takes (tests that act while one is in flight)
         self.calls = 0
 
+    def warm(self):
+        """Nothing to start."""
+
     def measure(self, compiled, kernel, binding, label):
         self.calls += 1
         if self.delay_s:

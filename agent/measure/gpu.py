@@ -37,6 +37,10 @@ class GpuEvaluator:
         # env pins the workers to one device (CUDA_VISIBLE_DEVICES) when there are several.
         self.pool = runtime_evaluate.pool(results_path, env=env)
 
+    def warm(self):
+        """Start the measurement worker now (WorkerStartError if it cannot)."""
+        self.pool.start()
+
     def _run(self, task, payload, ir_hash, label):
         from runtime.pool import Job
 
