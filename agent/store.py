@@ -133,11 +133,19 @@ class Store:
         row = self.db.execute("SELECT * FROM candidates ORDER BY id LIMIT 1").fetchone()
         return dict(row) if row else None
 
-    def ranked(self, limit=None):
-        """Candidates with a fitness, fastest first."""
-        sql = "SELECT * FROM candidates WHERE fitness_s IS NOT NULL ORDER BY fitness_s, id"
-        rows = self.db.execute(sql + (" LIMIT %d" % limit if limit else ""))
-        return [dict(r) for r in rows]
+    def ranked(self, limit=None, exclude=frozenset()):
+        """Candidates with a fitness, fastest first, but those whose ids are in `exclude`.
+
+        With a limit, the ranking reads ids only and then the rows it returns: a pipeline
+        with thousands of measurements in flight excludes them all at every draw, and
+        reading their whole rows (IR text included) was most of its driver's time."""
+        if not limit:
+            rows = self.db.execute("SELECT * FROM candidates WHERE fitness_s IS NOT NULL ORDER BY fitness_s, id")
+            return [dict(r) for r in rows if r["id"] not in exclude]
+        ids = self.db.execute("SELECT id FROM candidates WHERE fitness_s IS NOT NULL ORDER BY fitness_s, id LIMIT ?",
+                              (limit + len(exclude),))
+        chosen = [i for (i,) in ids if i not in exclude][:limit]
+        return [self.candidate(i) for i in chosen]
 
     def count(self, table, where="1", args=()):
         return self.db.execute("SELECT COUNT(*) FROM %s WHERE %s" % (table, where), args).fetchone()[0]

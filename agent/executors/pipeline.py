@@ -159,8 +159,7 @@ class Pipeline(loop.Evolver):
         return k
 
     def _ranked_visible(self, limit):
-        rows = self.store.ranked(limit=limit + len(self._hidden))
-        return [r for r in rows if r["id"] not in self._hidden][:limit]
+        return self.store.ranked(limit=limit, exclude=self._hidden)
 
     # -- the loop ----------------------------------------------------------------------------
 
