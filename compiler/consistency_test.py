@@ -1,4 +1,5 @@
-"""The verifier accepts a kernel iff the cost model and lowering find it fits (resources, features, layout).
+"""The verifier accepts a kernel iff the cost model and lowering find it fits (resources, features, layout),
+and compiler/targets/fits.py (what schedules ask) finds a block short iff the verifier does.
 
 Over the good corpus and thousands of resource, target, launch and top-k list mutations of it
 (compiler/testing/resource_mutations.py), in the domain compiler/testing/consistency.py
@@ -59,6 +60,8 @@ def test_the_stages_agree_on_mutations(bases):
 
 
 def test_a_disagreement_is_reported():
+    block = consistency.Verdict(["CAKE-RES-005"], True, "role mma is short", None, None, [])
+    assert consistency.disagreement(block) == "the verifier reports CAKE-RES-005, fits.shortfalls finds the block fits"
     v = consistency.Verdict(["CAKE-RES-004"], True, None, None, None)
     assert "the verifier refuses it (CAKE-RES-004), the analysis finds it fits" in consistency.disagreement(v)
     fits = consistency.Verdict([], True, None, None, {"verifier": (384, 1, 168), "analysis": (384, 1, 168),

@@ -11,6 +11,7 @@ same data:
 | `database.py`, `targets.json` | the data: per target its facts, per device its hardware figures and limits |
 | `registers.py` | register budgets: at launch, the setmaxnreg pool, legal budgets, a role's need beyond its fragments |
 | `op_features.py` | which IR ops, regions and launch settings need which instruction family |
+| `fits.py` | whether a kernel's block fits its target: threads, shared memory, register pool, role registers |
 """
 
 import dataclasses

@@ -12,7 +12,10 @@ the later stages' behaviour is not defined. CAKE-RES-006 (tensor memory) and CAK
   instruction families (CAKE-TARGET), setmaxnreg values (RES-003) and named-barrier ids
   (RES-007) fail lowering;
 - when all three accept, they agree on the layout: threads per block, shared bytes and the
-  register budget at launch.
+  register budget at launch;
+- compiler/targets/fits.py, what schedules ask before they choose parameters, finds the
+  block does not fit iff the verifier reports threads, shared memory, the register pool
+  or a role's registers (RES-002/001/004/005).
 compiler/consistency_test.py runs it over the good corpus and thousands of mutations
 (compiler/testing/resource_mutations.py); bench_consistency.py runs a larger sample.
 """
@@ -23,14 +26,16 @@ from cake.compiler.v1 import diagnostics_pb2
 
 from compiler import analysis, verify
 from compiler.lower import LoweringError, lower
-from compiler.targets import database, registers
+from compiler.targets import database, fits, registers
 from compiler.verify.context import Context
 
 ANALYSIS_REFUSES = {"CAKE-RES-001", "CAKE-RES-002", "CAKE-RES-004", "CAKE-RES-005", "CAKE-RES-009"}
 LOWERING_REFUSES = {"CAKE-RES-003", "CAKE-RES-007"}  # and every CAKE-TARGET error
 LAUNCH_ONLY = {"CAKE-RES-006", "CAKE-RES-008"}
+BLOCK_FIT = {"CAKE-RES-001", "CAKE-RES-002", "CAKE-RES-004", "CAKE-RES-005"}  # what fits.shortfalls answers
 
-Verdict = collections.namedtuple("Verdict", "errors in_domain analysis lowering layouts")
+Verdict = collections.namedtuple("Verdict", "errors in_domain analysis lowering layouts shortfalls",
+                                 defaults=(None,))
 
 
 def _fit_families(diag_id):
@@ -44,6 +49,10 @@ def judge(kernel):
     in_domain = all(_fit_families(e) for e in errors) and not LAUNCH_ONLY & set(errors)
     if not in_domain:
         return Verdict(errors, False, None, None, None)
+    try:
+        shortfalls = fits.shortfalls(kernel)
+    except ValueError:  # no target CAKE compiles for: CAKE-TARGET's error, nothing to fit
+        shortfalls = None
     try:
         report = analysis.analyze(kernel)
         refused_by_analysis = None
@@ -65,7 +74,7 @@ def judge(kernel):
                          report.registers_per_thread if budgeted else None),
             "lowering": (lowered.threads, lowered.shared_bytes, lowered.entry_registers if budgeted else None),
         }
-    return Verdict(errors, True, refused_by_analysis, refused_by_lowering, layouts)
+    return Verdict(errors, True, refused_by_analysis, refused_by_lowering, layouts, shortfalls)
 
 
 def disagreement(v):
@@ -85,4 +94,9 @@ def disagreement(v):
         return "the verifier reports %s but lowering accepts it" % ", ".join(lowering_errors)
     if v.layouts and len(set(v.layouts.values())) > 1:
         return "threads, shared bytes and launch registers differ: %s" % v.layouts
+    block = sorted(set(v.errors) & BLOCK_FIT)
+    if v.shortfalls is not None and bool(block) != bool(v.shortfalls):
+        return "the verifier %s, fits.shortfalls %s" % (
+            "reports %s" % ", ".join(block) if block else "finds the block fits",
+            "finds %s" % "; ".join(v.shortfalls) if v.shortfalls else "finds the block fits")
     return None

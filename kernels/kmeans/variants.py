@@ -10,9 +10,9 @@ Every variant is `tuned.assign_sm90a_tuned` at one parameter set:
   spread small problems over more SMs; more share each centroid tile's L2 traffic.
 - `stages` and `x_stages`, the centroid ring and the double-buffered points: the deepest
   rings that fit (not searched).
-A variant fits when the verifier's resource facts say so: lowering's shared-memory layout
-(compiler/ir/smem_layout.py) within the target's per-block limit, and every consumer's
-live fragments within its register budget (compiler/targets/registers.py: with four
+A variant fits when the compiler finds its kernel fits the block (compiler/targets/fits.py,
+what the verifier checks): lowering's shared-memory layout within the target's per-block
+limit, and every consumer's live fragments within its register budget (with four
 consumers their 112 registers hold block_k <= 128).
 The kernel is persistent and bounds-checked in N and K, so every variant admits every
 N >= 1 and K >= 1 up to its symbols' maxima, and every D <= d with D % 8 == 0.
@@ -25,15 +25,13 @@ to when a chosen variant cannot be loaded.
 import dataclasses
 import functools
 
-from compiler.ir import smem_layout
-from compiler.targets import database, registers
+from compiler.targets import fits as block_fits
 from kernels.kmeans import tuned
 
 D_TILES = (16, 32, 64, 128, 256)
 K_TILES = (32, 64, 128, 256)
 CONSUMERS = (1, 2, 4)
 DTYPES = ("bf16", "f16")
-TARGET = "sm_90a"
 
 
 @dataclasses.dataclass(frozen=True, order=True)
@@ -69,11 +67,8 @@ class AssignVariant:
 
 
 def fits(variant):
-    """Whether the variant's kernel fits the target: its shared memory and its roles' registers."""
-    kernel = tuned.assign_sm90a_tuned(**variant.params())  # bf16; f16 takes the same bytes and registers
-    limits = database.limits(TARGET)
-    return (smem_layout.layout(kernel).total <= limits.shared_per_block_bytes
-            and not registers.short_roles(kernel, limits, TARGET, True))
+    """Whether the variant's kernel fits the target's block (compiler/targets/fits.py)."""
+    return block_fits.fits(tuned.assign_sm90a_tuned(**variant.params()))  # bf16; f16 takes the same bytes and registers
 
 
 def make(d, block_k, consumers):

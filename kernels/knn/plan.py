@@ -1,8 +1,9 @@
 """How the KNN API runs a problem: which score schedule, its parameters, and the database split.
 
-Pure arithmetic over the problem's sizes (no GPU): the register and shared-memory
-budgets that decide which schedule parameters fit, and a small cost model that picks
-the split of the database into ranges so the persistent blocks end together.
+No GPU: which schedule parameters fit is the compiler's answer about the candidate
+kernel itself (compiler/targets/fits.py: its shared memory as lowering lays it out and
+its roles' registers, what the verifier checks), and a small cost model picks the split
+of the database into ranges so the persistent blocks end together.
 
 Two layouts (kernels/knn/schedules.py):
 - rows: queries on the wgmma M side, 64 per warpgroup; `row_groups` warpgroups of
@@ -13,18 +14,14 @@ Two layouts (kernels/knn/schedules.py):
 import dataclasses
 import functools
 
-from compiler.ir.smem_layout import TILE_ALIGN
-from compiler.targets import database, registers
+from compiler.targets import database, fits
 from kernels.knn import schedules
 
 SMS = database.device_for("sm_90a").sms  # the default device's; the planner reads the device's count when it has one
-SHARED_LIMIT = database.limits("sm_90a").shared_per_block_bytes
 MAX_K = 32  # register lists: k values and k indices per list and thread, next to a score tile
 MAX_D = 1024
 MAX_FP32_D = 336  # fp32 inputs rank through three bf16 terms: 3 D feature columns
 MAX_STAGES = 8  # the deepest ring a score kernel is given (more bytes in flight per SM for search)
-# Registers per consumer thread besides its score tile and lists (addresses, counters, the thresholds).
-OVERHEAD_REGISTERS = registers.role_overhead("sm_90a")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -51,18 +48,17 @@ def tile_width(d):
     return max(64, -(-d // 64) * 64)
 
 
-def _consumer_registers(consumers):
-    return schedules.register_split(consumers)[1]
+@functools.lru_cache(maxsize=None)
+def fits_sm90a(layout, params):
+    """Whether the score kernel of `layout` ("rows" or "cols") with `params` (sorted (name, value) pairs of its
+    builder's keywords) fits sm_90a's block, as the compiler measures the kernel (compiler/targets/fits.py).
+    Built for the l2 metric: its norms' ring and rows are the most any metric holds."""
+    build = schedules.rows_sm90a if layout == "rows" else schedules.cols_sm90a
+    return fits.fits(build(metric="l2", **dict(params)))
 
 
-def _rows_fits(k, block_n, consumers):
-    return block_n // 2 + 4 * k + OVERHEAD_REGISTERS <= _consumer_registers(consumers)
-
-
-def _rows_shared(d, dk, block_n, stages, q_stages, row_groups):
-    tile = lambda b: -(-b // TILE_ALIGN) * TILE_ALIGN  # noqa: E731  (each region stage is aligned)
-    return (q_stages * tile(64 * row_groups * d * 2) + stages * tile(block_n * dk * 2)
-            + stages * -(-block_n * 4 // 16) * 16 + 4096)
+def _fits(layout, **params):
+    return fits_sm90a(layout, tuple(sorted(params.items())))
 
 
 def slab_width(d):
@@ -70,45 +66,48 @@ def slab_width(d):
     return d if d <= 256 else max(c for c in (256, 192, 128, 64) if d % c == 0)
 
 
-def rings(q, d, block_n, row_groups, interleave):
-    """(stages, q_stages) of the deepest ring that fits shared memory, or None.
+def rings(q, d, k, block_n, row_groups, interleave, seeded=False):
+    """(stages, q_stages) of the deepest ring with which the rows kernel fits, or None.
 
     One block of queries (every item has the same queries) needs one query buffer; a class's
-    next round comes (interleave - 1) * slabs + 1 rounds after its last, so the ring must span it.
+    next round comes (interleave - 1) * slabs + 1 rounds after its last, so the ring must span
+    it (schedules.min_stages). When the shallowest ring does not fit, none does: deeper rings
+    only add shared memory, and the registers do not depend on the ring.
     """
     dk = slab_width(d)
+    shallowest = max(2, schedules.min_stages(interleave, d // dk))
+    kernel = dict(d=d, dk=dk, block_n=block_n, row_groups=row_groups, interleave=interleave, k=k, seeded=seeded)
+    if shallowest > MAX_STAGES or not _fits("rows", stages=shallowest, q_stages=1, **kernel):
+        return None
     q_options = (1,) if q <= 64 * row_groups else (2, 1)
     for q_stages in q_options:
-        for stages in range(MAX_STAGES, 1, -1):
-            if stages < (interleave - 1) * (d // dk) + 1:
-                break
-            if _rows_shared(d, dk, block_n, stages, q_stages, row_groups) <= SHARED_LIMIT:
+        for stages in range(MAX_STAGES, shallowest - 1, -1):
+            if _fits("rows", stages=stages, q_stages=q_stages, **kernel):
                 return stages, q_stages
     return None
 
 
-def rows_params(q, k, d, row_groups=None, interleave=None, block_n=None):
+def rows_params(q, k, d, row_groups=None, interleave=None, block_n=None, seeded=False):
     """Schedule parameters of the rows layout for Q queries, k neighbours, tile width d (or None).
 
     Free choices (row groups, interleave classes, block_n) go to the most consumer warpgroups
     whose lists fit their registers, then the widest tiles; fixing them checks that they fit.
+    `seeded`: for the kernel whose lists start at a seed (which holds the seeds in registers too).
     """
     best = None
     for bn in (block_n,) if block_n else (128, 64):
         for consumers in (4, 3, 2, 1):
-            if not _rows_fits(k, bn, consumers):
-                continue
             r = row_groups or max(1, min(consumers, -(-q // 64)))
             c = interleave or consumers // r
             if r * c != consumers and (row_groups or interleave) is None:
                 c = consumers // r
-            if r * c > 4 or not _rows_fits(k, bn, r * c):
+            if not 0 < r * c <= 4:
                 continue
             if c > 1 and bn == 128:
                 # Interleaved classes on 128-row tiles faulted on the H200 (unspecified launch failure: one
                 # row group, two classes, Q = 128, M = 10M, in two runs, seeded and not); not run until found.
                 continue
-            fit = rings(q, d, bn, r, c)
+            fit = rings(q, d, k, bn, r, c, seeded)
             if fit is None:
                 continue
             cand = dict(d=d, dk=slab_width(d), block_n=bn, stages=fit[0], q_stages=fit[1], row_groups=r, interleave=c, k=k)
@@ -122,14 +121,15 @@ def rows_params(q, k, d, row_groups=None, interleave=None, block_n=None):
     return best[1]
 
 
-def cols_params(k, d):
+def cols_params(k, d, seeded=False):
     """Schedule parameters of the cols layout (up to 16 queries), or None when its lists do not fit."""
     for consumers in (2, 1):
-        if 8 + 8 * k + OVERHEAD_REGISTERS > _consumer_registers(consumers):
-            continue
+        if not _fits("cols", d=d, block_q=16, stages=2, consumers=consumers, k=k, seeded=seeded):
+            continue  # the shallowest ring does not fit: no ring does
         for stages in (6, 4, 3, 2):
-            if 16 * d * 2 + stages * (64 * consumers * d * 2 + 64 * consumers * 4) + 8192 <= SHARED_LIMIT:
-                return dict(d=d, block_q=16, stages=stages, consumers=consumers, k=k)
+            params = dict(d=d, block_q=16, stages=stages, consumers=consumers, k=k)
+            if _fits("cols", seeded=seeded, **params):
+                return params
     return None
 
 
@@ -179,7 +179,7 @@ def plan(b, q, m, d, k, layout=None, sms=SMS, seeded=False, rows=None):
     """
     warm = 0.0 if seeded else WARM_TILES_PER_K * k
     width = tile_width(d)
-    cols = cols_params(k, width) if width <= 256 else None
+    cols = cols_params(k, width, seeded) if width <= 256 else None
     if layout is None:
         layout = "cols" if cols is not None and q <= 16 else "rows"
     if layout == "cols":
@@ -190,7 +190,7 @@ def plan(b, q, m, d, k, layout=None, sms=SMS, seeded=False, rows=None):
         s, t = splits_for(b * -(-q // 16), -(-m // block_m), 1, sms, warm)
         lists = s * 4 * params["consumers"]
     else:
-        params = rows_params(q, k, width, *(rows or ()))
+        params = rows_params(q, k, width, *(rows or ()), seeded=seeded)
         if params is None:
             raise ValueError("rows layout %s does not fit k=%d at feature width %d" % (rows, k, width))
         block_q = 64 * params["row_groups"]

@@ -99,6 +99,15 @@ def _score_contract(kb, d, k, metric, exclude_self, lists_per_range, dtype, seed
     return b, q_n, m, dd, s, t, q, x, col, part_v, part_i, seed
 
 
+def min_stages(interleave, chunks):
+    """The shallowest ring of a rows kernel with `interleave` classes and `chunks` slabs per tile.
+
+    A class waits on a ring round (interleave - 1) * chunks + 1 after its previous one: with fewer
+    stages a slot could complete twice unseen and its phase parity would answer for another round.
+    """
+    return (interleave - 1) * chunks + 1
+
+
 def register_split(consumers):
     """(producer, consumer) setmaxnreg budgets: the producer warpgroup hands its share to the consumers.
 
@@ -154,11 +163,9 @@ def rows_sm90a(d=128, dk=None, block_n=64, stages=5, q_stages=2, row_groups=4, i
     consumers = row_groups * interleave
     block_q = 64 * row_groups
     chunks = d // dk
-    if stages < (interleave - 1) * chunks + 1:
-        # A class waits on a ring round (interleave - 1) * chunks + 1 after its previous one: with fewer
-        # stages a slot could complete twice unseen and its phase parity would answer for another round.
+    if stages < min_stages(interleave, chunks):
         raise ValueError("interleave %d with %d slabs per tile needs at least %d stages, got %d"
-                         % (interleave, chunks, (interleave - 1) * chunks + 1, stages))
+                         % (interleave, chunks, min_stages(interleave, chunks), stages))
     name = name or "knn_rows_sm90a"
     kb = KernelBuilder(name, target="sm_90a")
     b, q_n, m, dd, s, t, q, x, col, part_v, part_i, seed = _score_contract(kb, d, k, metric, exclude_self, interleave, dtype,
