@@ -11,8 +11,11 @@ import threading
 
 from cuda.bindings import driver
 
+from compiler.targets import database
+
 DEFAULT_DYNAMIC_SMEM = 48 * 1024  # what every kernel may use without opting in
-MAX_THREADS_PER_BLOCK = 1024
+# The most threads per block any target allows (compiler/targets' database).
+MAX_THREADS_PER_BLOCK = max(database.limits(t).threads_per_block_max for t in database.target_names())
 
 
 class CudaError(RuntimeError):

@@ -37,7 +37,7 @@ from agent.ir_edit import (
 )
 from agent.transforms import axes
 from agent.transforms.axes import axis as axis_of
-from compiler.ir.dtypes import DTYPE_BYTES, SWIZZLE_SPAN
+from compiler.ir.dtypes import DTYPE_BYTES, SWIZZLE_SPAN, widest_swizzle
 from compiler.ir.expr import symbols
 from compiler.ir.roles import role_threads
 
@@ -182,8 +182,7 @@ def _fit_swizzle(region):
     row = region.shape[-1] * DTYPE_BYTES.get(region.dtype, 0)
     if row % SWIZZLE_SPAN[region.swizzle] == 0:
         return
-    fits = [s for s, span in sorted(SWIZZLE_SPAN.items(), key=lambda kv: -kv[1]) if span and row % span == 0]
-    region.swizzle = fits[0] if fits else ir_pb2.SWIZZLE_NONE_UNSPECIFIED
+    region.swizzle = widest_swizzle(row)
 
 
 def _rebyte(kernel, old_bytes):

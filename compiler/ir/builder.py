@@ -4,12 +4,12 @@
     M = k.symbol("M", min=128, max=1 << 16)
     A = k.tensor("A", "bf16", [M, K])
     sA = k.shared("sA", "bf16", [128, 64], stages=4, swizzle="128b")
-    full = k.mbarrier("full", arrivals=1, count=4, tx_bytes=...)
+    full = k.mbarrier("full", arrivals=1, count=4, tx_bytes=k.tile_bytes(sA, sB))
     with k.role("load", "producer", warpgroups=1, registers=40) as r:
         with r.if_((r.warp == 0) & r.elected):
             with r.loop("kt", 0, K // 64) as kt:
                 r.wait(empty.round(kt))
-                r.expect_tx(full.round(kt), bytes=...)
+                r.expect_tx(full.round(kt), k.tile_bytes(sA, sB))
                 r.tma_load(A[m0, kt * 64], sA[kt % 4], full.round(kt))
     kernel = k.build()
 
@@ -23,6 +23,7 @@ import contextlib
 
 from cake.ir.v1 import ir_pb2
 
+from compiler.ir import smem_layout
 from compiler.ir.enums import value_of
 from compiler.ir.expr import E, as_expr
 
@@ -457,6 +458,12 @@ class KernelBuilder:
             swizzle=_enum(ir_pb2.Swizzle, swizzle),
         )
         return RegionHandle(name)
+
+    def tile_bytes(self, *regions):
+        """Bytes of one stage of each of `regions` (handles), together: what one round of TMA copies of their
+        whole tiles delivers, the count an mbarrier's tx_bytes and expect_tx give (smem_layout.tile_bytes)."""
+        by_name = {r.name: r for r in self._k.regions}
+        return sum(smem_layout.tile_bytes(by_name[h.name]) for h in regions)
 
     def registers(self, name, dtype, shape, layout, owner):
         self._k.regions.add(

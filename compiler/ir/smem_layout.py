@@ -79,10 +79,14 @@ def tma_box(tile_shape, region):
     return box
 
 
+def tile_bytes(region):
+    """Bytes of one stage's tile, unpadded: what a TMA copy of the whole tile moves."""
+    return math.prod(max(0, d) for d in region.shape) * DTYPE_BYTES.get(region.dtype, 0)
+
+
 def stage_bytes(region):
     """Bytes one stage of a shared region occupies (its tile's bytes, padded as the module doc says)."""
-    raw = math.prod(max(0, d) for d in region.shape) * DTYPE_BYTES.get(region.dtype, 0)
-    return align(raw, TILE_ALIGN if region.swizzle else UNSWIZZLED_ALIGN)
+    return align(tile_bytes(region), TILE_ALIGN if region.swizzle else UNSWIZZLED_ALIGN)
 
 
 def _ops(body):

@@ -46,3 +46,13 @@ def test_garbage_measures_zero():
     k = ir_pb2.Kernel(regions=[ir_pb2.Region(name="g", space=ir_pb2.MEMORY_SPACE_SHARED, shape=[-4, 8])])
     lay = smem_layout.layout(k)
     assert lay.regions[0].stage_bytes == 0 and lay.total == 0
+
+
+def test_a_tma_round_delivers_the_unpadded_tiles_the_builder_counts():
+    k = KernelBuilder("k", target="sm_90a")
+    sx = k.shared("sX", "bf16", [64, 96], stages=3, swizzle="64b")  # 12 KiB a stage: already 1024-aligned
+    col = k.shared("sCol", "f32", [65], stages=3)  # 260 B, padded to 272
+    regions = k.build().regions
+    assert [smem_layout.tile_bytes(r) for r in regions] == [64 * 96 * 2, 65 * 4]
+    assert [smem_layout.stage_bytes(r) for r in regions] == [12288, 272]
+    assert k.tile_bytes(sx, col) == 64 * 96 * 2 + 65 * 4 and k.tile_bytes() == 0

@@ -13,6 +13,11 @@ same way and the verifier sees one shape of it:
 
 import contextlib
 
+from cake.ir.v1 import ir_pb2
+
+from compiler.ir.dtypes import element_bytes, widest_swizzle
+from compiler.ir.enums import short_name
+
 
 def init_barriers(r, *barriers):
     """Thread 0 initialises `barriers` and fences the init; then bar.sync 0 for the whole block."""
@@ -23,12 +28,10 @@ def init_barriers(r, *barriers):
     r.block_sync()
 
 
-def swizzle_for(row_bytes):
-    """The widest swizzle span (128/64/32 bytes) that divides a tile row of `row_bytes`, else none."""
-    for span in (128, 64, 32):
-        if row_bytes % span == 0:
-            return "%db" % span
-    return "none"
+def swizzle_for(cols, dtype):
+    """The short name of the widest swizzle whose span divides a tile row of `cols` elements of `dtype`
+    (compiler/ir/dtypes.py's spans and element sizes)."""
+    return short_name(ir_pb2.Swizzle.DESCRIPTOR, widest_swizzle(cols * element_bytes(dtype)))
 
 
 @contextlib.contextmanager

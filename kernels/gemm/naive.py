@@ -19,8 +19,8 @@ def gemm_naive(bn=128, bk=64, name="gemm_bf16_naive"):
     k = KernelBuilder(name, target="sm_90a")
     m, n, kk, a, b, c = gemm_contract_ir(k, ROWS, bn, bk)
     k.grid(n // bn, m // ROWS)
-    sa = k.shared("sA", "bf16", [ROWS, bk], swizzle=swizzle_for(bk * 2))
-    sb = k.shared("sB", "bf16", [bn, bk], swizzle=swizzle_for(bk * 2))
+    sa = k.shared("sA", "bf16", [ROWS, bk], swizzle=swizzle_for(bk, "bf16"))
+    sb = k.shared("sB", "bf16", [bn, bk], swizzle=swizzle_for(bk, "bf16"))
     acc = k.registers("acc", "f32", [16, bn], layout="mma_acc", owner="main")
     by, bx = block.y, block.x
     with k.role("main", "compute", warpgroups=1) as r:

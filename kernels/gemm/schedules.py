@@ -43,7 +43,7 @@ def gemm_sm90a(bm=128, bn=256, bk=64, stages=4, consumers=2, name="gemm_bf16_sm9
     sa = k.shared("sA", "bf16", [bm, bk], stages=stages, swizzle="128b")
     sb = k.shared("sB", "bf16", [bn, bk], stages=stages, swizzle="128b")
     acc = k.registers("acc", "f32", [64, bn], layout="wgmma_acc", owner="mma")
-    full = k.mbarrier("full", arrivals=1, count=stages, tx_bytes=(bm + bn) * bk * 2)
+    full = k.mbarrier("full", arrivals=1, count=stages, tx_bytes=k.tile_bytes(sa, sb))
     empty = k.mbarrier("empty", arrivals=consumers, count=stages)
     k.pipeline("ring", stages, full, empty, [sa, sb], producer="load", consumers=["mma"])
     by, bx = block.y, block.x
@@ -52,7 +52,7 @@ def gemm_sm90a(bm=128, bn=256, bk=64, stages=4, consumers=2, name="gemm_bf16_sm9
         with r.if_((r.warp == 0) & r.elected):
             with r.loop("kt", 0, kk // bk) as kt:
                 r.wait(empty.round(kt))
-                r.expect_tx(full.round(kt), (bm + bn) * bk * 2)
+                r.expect_tx(full.round(kt), k.tile_bytes(sa, sb))
                 r.tma_load(a[by * bm, kt * bk], sa[kt % stages], full.round(kt))
                 r.tma_load(b[bx * bn, kt * bk], sb[kt % stages], full.round(kt))
     with k.role("mma", "consumer", warpgroups=consumers, registers=232) as r:
@@ -80,8 +80,8 @@ def gemm_sm80(bm=128, bn=128, bk=32, stages=3, warps_m=2, warps_n=4, name="gemm_
     k = KernelBuilder(name, target="sm_80")
     m, n, kk, a, b, c = gemm_contract_ir(k, bm, bn, bk)
     k.grid(n // bn, m // bm)
-    sa = k.shared("sA", "bf16", [bm, bk], stages=stages, swizzle=swizzle_for(bk * 2))
-    sb = k.shared("sB", "bf16", [bn, bk], stages=stages, swizzle=swizzle_for(bk * 2))
+    sa = k.shared("sA", "bf16", [bm, bk], stages=stages, swizzle=swizzle_for(bk, "bf16"))
+    sb = k.shared("sB", "bf16", [bn, bk], stages=stages, swizzle=swizzle_for(bk, "bf16"))
     fa = k.registers("fA", "bf16", [wm, 16], layout="mma_a", owner="main")
     fb = k.registers("fB", "bf16", [wn, 16], layout="mma_b", owner="main")
     acc = k.registers("acc", "f32", [wm, wn], layout="mma_acc", owner="main")
@@ -120,7 +120,7 @@ def gemm_sm100a(bm=128, bn=256, bk=64, stages=4, epilogue_cols=32, name="gemm_bf
     sb = k.shared("sB", "bf16", [bn, bk], stages=stages, swizzle="128b")
     tacc = k.tensor_memory("tacc", "f32", [bm, bn], owner="mma")
     out = k.registers("out", "f32", [bm, epilogue_cols], layout="row_per_thread", owner="mma")
-    full = k.mbarrier("full", arrivals=1, count=stages, tx_bytes=(bm + bn) * bk * 2)
+    full = k.mbarrier("full", arrivals=1, count=stages, tx_bytes=k.tile_bytes(sa, sb))
     empty = k.mbarrier("empty", arrivals=1, count=stages)
     done = k.mbarrier("done", arrivals=1)
     rejoin = k.named_barrier("rejoin", threads=128)
@@ -144,7 +144,7 @@ def gemm_sm100a(bm=128, bn=256, bk=64, stages=4, epilogue_cols=32, name="gemm_bf
         with r.if_(r.elected):
             with r.loop("kt", 0, kk // bk) as kt:
                 r.wait(empty.round(kt))
-                r.expect_tx(full.round(kt), (bm + bn) * bk * 2)
+                r.expect_tx(full.round(kt), k.tile_bytes(sa, sb))
                 r.tma_load(a[by * bm, kt * bk], sa[kt % stages], full.round(kt))
                 r.tma_load(b[bx * bn, kt * bk], sb[kt % stages], full.round(kt))
     return k.build()

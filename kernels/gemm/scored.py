@@ -30,14 +30,13 @@ def score_stream_sm90a(
     the first row this warpgroup owns.
     """
     block_rows = 64 * consumers
-    esize = 2  # bf16 / f16 operands
-    swizzle = swizzle_for(d * esize)
+    swizzle = swizzle_for(d, dtype)
     s_rows = kb.shared("sRows", dtype, [block_rows, d], swizzle=swizzle)
     s_cols = kb.shared("sCols", dtype, [block_cols, d], stages=stages, swizzle=swizzle)
     s_col_sq = kb.shared("sColSq", "f32", [block_cols], stages=stages)
     score = kb.registers("score", "f32", [64, block_cols], layout="wgmma_acc", owner="mma")
-    rows_bytes = block_rows * d * esize
-    tile_bytes = block_cols * d * esize + block_cols * 4
+    rows_bytes = kb.tile_bytes(s_rows)
+    tile_bytes = kb.tile_bytes(s_cols, s_col_sq)
     rows_full = kb.mbarrier("rows_full", arrivals=1, tx_bytes=rows_bytes)
     full = kb.mbarrier("full", arrivals=1, count=stages, tx_bytes=tile_bytes)
     # Every consumer thread arrives: each reads its own sColSq entries after the wgmma.

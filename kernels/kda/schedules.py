@@ -266,7 +266,7 @@ def chain_sm90a(stages=2, name="kda_chain_sm90a"):
     St = kb.registers("St", "f32", [HALF, HEAD], layout="wgmma_acc", owner="mma")
     U = kb.registers("U", "f32", [C, HALF], layout="wgmma_acc", owner="mma")
     O = kb.registers("O", "f32", [C, HALF], layout="wgmma_acc", owner="mma")
-    chunk_bytes = C * HEAD * 2 * 3 + C * HALF * 2 + C * C * 2 + HEAD * 4
+    chunk_bytes = kb.tile_bytes(sw, su0, sp, sqg, skd, sgl)
     full = kb.mbarrier("full", arrivals=1, count=stages, tx_bytes=chunk_bytes)
     empty = kb.mbarrier("empty", arrivals=128, count=stages)
     wg = kb.named_barrier("wg", threads=128)

@@ -22,7 +22,7 @@ def assign_naive(d=128, block_k=128, dtype="bf16", name="kmeans_assign_naive"):
     """labels = argmin_k (c_sq[k] - 2 x.c[k]) with one compute warpgroup, plain loads and mma.sync."""
     kb = KernelBuilder(name, target="sm_90a")
     n, kk, x, c, c_sq, labels = assign_contract_ir(kb, d, POINTS, block_k, dtype)
-    swizzle = swizzle_for(d * 2)
+    swizzle = swizzle_for(d, dtype)
     s_x = kb.shared("sX", dtype, [POINTS, d], swizzle=swizzle)
     s_c = kb.shared("sC", dtype, [block_k, d], swizzle=swizzle)
     s_q = kb.shared("sCsq", "f32", [block_k])

@@ -72,7 +72,7 @@ def assign_sm80(d=128, block_n=128, block_k=64, stages=3, dtype="bf16", name="km
     """cp.async ring of centroid tiles; warp w computes points 16 w .. 16 w + 15 against each tile with mma.sync."""
     kb = KernelBuilder(name, target="sm_80")
     n, kk, x, c, c_sq, labels = assign_contract_ir(kb, d, block_n, block_k, dtype)
-    swizzle = swizzle_for(d * 2)
+    swizzle = swizzle_for(d, dtype)
     s_x = kb.shared("sX", dtype, [block_n, d], swizzle=swizzle)
     s_c = kb.shared("sC", dtype, [block_k, d], stages=stages, swizzle=swizzle)
     s_csq = kb.shared("sCsq", "f32", [block_k], stages=stages)
@@ -113,7 +113,7 @@ def assign_sm100a(d=128, block_k=128, stages=3, epilogue_cols=32, dtype="bf16", 
     block_n = 128
     kb = KernelBuilder(name, target="sm_100a")
     n, kk, x, c, c_sq, labels = assign_contract_ir(kb, d, block_n, block_k, dtype)
-    swizzle = swizzle_for(d * 2)
+    swizzle = swizzle_for(d, dtype)
     s_x = kb.shared("sX", dtype, [block_n, d], swizzle=swizzle)
     s_c = kb.shared("sC", dtype, [block_k, d], stages=stages, swizzle=swizzle)
     taccs = [kb.tensor_memory("tacc%d" % i, "f32", [block_n, block_k], owner="mma") for i in (0, 1)]
@@ -121,8 +121,8 @@ def assign_sm100a(d=128, block_k=128, stages=3, epilogue_cols=32, dtype="bf16", 
     csq = kb.registers("csq", "f32", [epilogue_cols], layout="per_thread", owner="mma")
     best_v = kb.registers("best_v", "f32", [block_n], layout="row_per_thread", owner="mma")
     best_i = kb.registers("best_i", "i32", [block_n], layout="row_per_thread", owner="mma")
-    x_full = kb.mbarrier("x_full", arrivals=1, tx_bytes=block_n * d * 2)
-    full = kb.mbarrier("full", arrivals=1, count=stages, tx_bytes=block_k * d * 2)
+    x_full = kb.mbarrier("x_full", arrivals=1, tx_bytes=kb.tile_bytes(s_x))
+    full = kb.mbarrier("full", arrivals=1, count=stages, tx_bytes=kb.tile_bytes(s_c))
     empty = kb.mbarrier("empty", arrivals=1, count=stages)
     acc_full = kb.mbarrier("acc_full", arrivals=1, count=2)  # [i]: tacc<i> holds a finished tile
     wg = kb.named_barrier("wg", threads=block_n)
@@ -169,11 +169,11 @@ def assign_sm100a(d=128, block_k=128, stages=3, epilogue_cols=32, dtype="bf16", 
     with kb.role("load", "producer", warps=1) as r:
         init_barriers(r, x_full, full, empty, acc_full)
         with r.if_(r.elected):
-            r.expect_tx(x_full[0], block_n * d * 2)
+            r.expect_tx(x_full[0], kb.tile_bytes(s_x))
             r.tma_load(x[b, n0, 0], s_x.all, x_full[0])
             with r.loop("t", 0, n_tiles) as t:
                 r.wait(empty.round(t))
-                r.expect_tx(full.round(t), block_k * d * 2)
+                r.expect_tx(full.round(t), kb.tile_bytes(s_c))
                 r.tma_load(c[b, t * block_k, 0], s_c[t % stages], full.round(t))
     return kb.build()
 

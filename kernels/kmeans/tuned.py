@@ -28,7 +28,6 @@ INF = math.inf
 def assign_sm90a_tuned(d=128, block_k=128, stages=3, x_stages=2, consumers=4, dtype="bf16",
                        name="kmeans_assign_sm90a_tuned"):
     block_n = 64 * consumers
-    esize = 2
     kb = KernelBuilder(name, target="sm_90a")
     b_sym = kb.symbol("B", min=1, max=1 << 16, doc="independent problems")
     n = kb.symbol("N", min=1, max=1 << 26, doc="points per problem")
@@ -51,15 +50,15 @@ def assign_sm90a_tuned(d=128, block_k=128, stages=3, x_stages=2, consumers=4, dt
     labels = kb.tensor("labels", "i32", [b_sym, n], access="write", doc="nearest centroid of each point")
     kb.persistent(min_blocks_per_sm=1)
 
-    swizzle = swizzle_for(d * esize)
+    swizzle = swizzle_for(d, dtype)
     s_x = kb.shared("sX", dtype, [block_n, d], stages=x_stages, swizzle=swizzle)
     s_c = kb.shared("sC", dtype, [block_k, d], stages=stages, swizzle=swizzle)
     s_q = kb.shared("sCsq", "f32", [block_k], stages=stages)
     acc = kb.registers("acc", "f32", [64, block_k], layout="wgmma_acc", owner="mma")
     best_v = kb.registers("best_v", "f32", [64], layout="wgmma_rows", owner="mma")
     best_i = kb.registers("best_i", "i32", [64], layout="wgmma_rows", owner="mma")
-    x_bytes = block_n * d * esize
-    tile_bytes = block_k * d * esize + block_k * 4
+    x_bytes = kb.tile_bytes(s_x)
+    tile_bytes = kb.tile_bytes(s_c, s_q)
     x_full = kb.mbarrier("x_full", arrivals=1, count=x_stages, tx_bytes=x_bytes)
     x_empty = kb.mbarrier("x_empty", arrivals=consumers, count=x_stages)
     full = kb.mbarrier("full", arrivals=1, count=stages, tx_bytes=tile_bytes)

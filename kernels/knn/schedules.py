@@ -175,7 +175,7 @@ def rows_sm90a(d=128, dk=None, block_n=64, stages=5, q_stages=2, row_groups=4, i
     if exclude_self:
         kb.require(q_n == m, "self-KNN: query i is database row i")
     kb.persistent(min_blocks_per_sm=1)
-    swizzle = swizzle_for(min(d, dk) * 2)
+    swizzle = swizzle_for(min(d, dk), dtype)
     s_q = kb.shared("sQ", dtype, [block_q, d], stages=q_stages, swizzle=swizzle)
     s_x = kb.shared("sX", dtype, [block_n, dk], stages=stages, swizzle=swizzle)
     ring = [s_x]
@@ -187,8 +187,8 @@ def rows_sm90a(d=128, dk=None, block_n=64, stages=5, q_stages=2, row_groups=4, i
     best_v = kb.registers("best_v", "f32", [64, k], layout="wgmma_rows", owner="mma")
     best_i = kb.registers("best_i", "i32", [64, k], layout="wgmma_rows", owner="mma")
     start = kb.registers("start", "f32", [64], layout="wgmma_rows", owner="mma") if seeded else None
-    q_bytes = block_q * d * 2
-    slab_bytes = block_n * dk * 2 + (block_n * 4 if col is not None else 0)
+    q_bytes = kb.tile_bytes(s_q)
+    slab_bytes = kb.tile_bytes(*ring)
     q_full = kb.mbarrier("q_full", arrivals=1, count=q_stages, tx_bytes=q_bytes)
     q_empty = kb.mbarrier("q_empty", arrivals=consumers, count=q_stages)
     full = kb.mbarrier("full", arrivals=1, count=stages, tx_bytes=slab_bytes)
@@ -286,7 +286,7 @@ def cols_sm90a(d=128, block_q=16, stages=4, consumers=2, k=10, metric="l2", excl
     if exclude_self:
         kb.require(q_n == m, "self-KNN: query i is database row i")
     kb.persistent(min_blocks_per_sm=1)
-    swizzle = swizzle_for(d * 2)
+    swizzle = swizzle_for(d, dtype)
     s_q = kb.shared("sQ", dtype, [block_q, d], swizzle=swizzle)
     s_x = kb.shared("sX", dtype, [block_m, d], stages=stages, swizzle=swizzle)
     ring = [s_x]
@@ -299,8 +299,8 @@ def cols_sm90a(d=128, block_q=16, stages=4, consumers=2, k=10, metric="l2", excl
     best_v = kb.registers("best_v", "f32", [block_q, k], layout="wgmma_cols", owner="mma")
     best_i = kb.registers("best_i", "i32", [block_q, k], layout="wgmma_cols", owner="mma")
     start = kb.registers("start", "f32", [block_q], layout="wgmma_cols", owner="mma") if seeded else None
-    q_bytes = block_q * d * 2
-    slab_bytes = block_m * d * 2 + (block_m * 4 if col is not None else 0)
+    q_bytes = kb.tile_bytes(s_q)
+    slab_bytes = kb.tile_bytes(*ring)
     q_full = kb.mbarrier("q_full", arrivals=1, tx_bytes=q_bytes)
     q_empty = kb.mbarrier("q_empty", arrivals=consumers)
     full = kb.mbarrier("full", arrivals=1, count=stages, tx_bytes=slab_bytes)
@@ -455,7 +455,7 @@ def rows_sm80(d=128, block_q=128, block_n=64, stages=3, k=10, metric="l2", dtype
     b, q_n, m, dd, s, t, q, x, col, part_v, part_i, _ = _score_contract(kb, d, k, metric, False, 1, dtype)
     kb.require(s * t * block_n >= m, "the ranges cover the database")
     kb.grid(ceil_div(q_n, block_q), s, b)
-    swizzle = swizzle_for(d * 2)
+    swizzle = swizzle_for(d, dtype)
     s_q = kb.shared("sQ", dtype, [block_q, d], swizzle=swizzle)
     s_x = kb.shared("sX", dtype, [block_n, d], stages=stages, swizzle=swizzle)
     s_col = kb.shared("sCol", "f32", [block_n], stages=stages) if col is not None else None
@@ -501,7 +501,7 @@ def rows_sm100a(d=128, block_n=128, stages=3, epilogue_cols=32, k=10, metric="l2
     b, q_n, m, dd, s, t, q, x, col, part_v, part_i, _ = _score_contract(kb, d, k, metric, False, 1, dtype)
     kb.require(s * t * block_n >= m, "the ranges cover the database")
     kb.grid(ceil_div(q_n, block_q), s, b)
-    swizzle = swizzle_for(d * 2)
+    swizzle = swizzle_for(d, dtype)
     s_q = kb.shared("sQ", dtype, [block_q, d], swizzle=swizzle)
     s_x = kb.shared("sX", dtype, [block_n, d], stages=stages, swizzle=swizzle)
     tacc = kb.tensor_memory("tacc", "f32", [block_q, block_n], owner="mma")
@@ -509,8 +509,8 @@ def rows_sm100a(d=128, block_n=128, stages=3, epilogue_cols=32, k=10, metric="l2
     cvec = kb.registers("cvec", "f32", [epilogue_cols], layout="per_thread", owner="mma") if col is not None else None
     best_v = kb.registers("best_v", "f32", [block_q, k], layout="row_per_thread", owner="mma")
     best_i = kb.registers("best_i", "i32", [block_q, k], layout="row_per_thread", owner="mma")
-    q_full = kb.mbarrier("q_full", arrivals=1, tx_bytes=block_q * d * 2)
-    full = kb.mbarrier("full", arrivals=1, count=stages, tx_bytes=block_n * d * 2)
+    q_full = kb.mbarrier("q_full", arrivals=1, tx_bytes=kb.tile_bytes(s_q))
+    full = kb.mbarrier("full", arrivals=1, count=stages, tx_bytes=kb.tile_bytes(s_x))
     empty = kb.mbarrier("empty", arrivals=1, count=stages)
     acc_full = kb.mbarrier("acc_full", arrivals=1)
     wg = kb.named_barrier("wg", threads=block_q)
@@ -547,11 +547,11 @@ def rows_sm100a(d=128, block_n=128, stages=3, epilogue_cols=32, k=10, metric="l2
     with kb.role("load", "producer", warps=1) as r:
         init_barriers(r, q_full, full, empty, acc_full)
         with r.if_(r.elected):
-            r.expect_tx(q_full[0], block_q * d * 2)
+            r.expect_tx(q_full[0], kb.tile_bytes(s_q))
             r.tma_load(q[bi, q0, 0], s_q.all, q_full[0])
             with r.loop("j", 0, t) as j:
                 r.wait(empty.round(j))
-                r.expect_tx(full.round(j), block_n * d * 2)
+                r.expect_tx(full.round(j), kb.tile_bytes(s_x))
                 r.tma_load(x[bi, (si * t + j) * block_n, 0], s_x[j % stages], full.round(j))
     return kb.build()
 
