@@ -107,6 +107,10 @@ def fragment_mismatch(src_layout, src_shape, dst_layout, dst_shape):
         if not dst or src[0] != dst[0]:
             return "it holds %d rows, the destination %s" % (src[0], dst[0] if dst else 0)
         return None
+    if src_layout == L.FRAGMENT_LAYOUT_WGMMA_COLS and dst_layout == src_layout and len(dst) == 2 and (
+            len(src) == 1 or src[1:] == [1]):
+        # One value per column onto the columns' lists (a search's seeded lists start at their query's bound).
+        return None if src[0] == dst[0] else "it holds %d columns, the destination %d" % (src[0], dst[0])
     if src_layout == L.FRAGMENT_LAYOUT_PER_THREAD:
         return trailing_mismatch(src, dst)
     return "a %s fragment is read only at a destination of its own layout and shape" % (

@@ -46,6 +46,20 @@ def test_planned_score_kernels_verify_clean(shape, metric):
     _lists_indexed_by_literals(lower(kernel).source, "best_v", "best_i")
 
 
+@pytest.mark.parametrize("shape", [s for s in PLANNED if plan.seed_rows(s[2], s[4])])
+@pytest.mark.parametrize("metric", schedules.METRICS)
+def test_seeded_score_kernels_verify_clean_in_both_layouts(shape, metric):
+    """A seeded search's lists start at each query's bound: a per-row (rows) or per-column (cols) value broadcast
+    onto the lists (the cols form was refused once, and searches fell back to the torch path)."""
+    for layout in ("rows", "cols"):
+        try:
+            p = plan.plan(*shape, layout=layout, seeded=True)
+        except ValueError:  # the cols layout holds no list this long
+            continue
+        builder = schedules.rows_sm90a if p.layout == "rows" else schedules.cols_sm90a
+        _clean(builder(metric=metric, seeded=True, **p.kwargs))
+
+
 @pytest.mark.parametrize("kw", [dict(), dict(metric="cos", dtype="f32", k=32), dict(metric="ip", index_dtype="i64")])
 def test_merge_kernel_verifies_and_keeps_its_lists_in_registers(kw):
     kernel = schedules.merge(**kw)
