@@ -117,6 +117,7 @@ class RayExecutor(Executor):
         self._actors = {"cpu": [cpu.remote(config) for _ in range(cpu_workers)],
                         "gpu": [gpu.remote(measurer, binding) for _ in range(gpus)]}
         self._load = {"cpu": [0] * cpu_workers, "gpu": [0] * gpus}
+        self._sent = {"cpu": [0] * cpu_workers, "gpu": [0] * gpus}  # jobs given to each actor so far
         self._queued = {"cpu": [], "gpu": []}
         self._refs = {}  # ObjectRef -> (ticket, kind, payload, tries, pool, actor index)
         self._pings = {}  # ObjectRef -> (pool, actor index) of an actor that lost a job, until it answers again
@@ -137,7 +138,10 @@ class RayExecutor(Executor):
                 free = [i for i in range(len(load)) if i not in down and load[i] < IN_FLIGHT_PER_ACTOR]
                 if not free:
                     break
-                i = min(free, key=lambda j: load[j])
+                # The least loaded; among idle ones, the one given the fewest jobs: one job at a time (a
+                # generation measuring one candidate) still goes round every GPU, not always to the first.
+                i = min(free, key=lambda j: (load[j], self._sent[pool][j]))
+                self._sent[pool][i] += 1
                 ticket, kind, payload, tries = queued.pop(0)
                 actor = self._actors[pool][i]
                 ref = (actor.measure.remote(payload) if pool == "gpu"
