@@ -9,7 +9,6 @@ dying (an executor retries a job lost with its worker, node or actor a few times
 first). Executors never touch the run store; the driver (pipeline.py) writes it.
 """
 
-import collections
 import dataclasses
 import itertools
 
@@ -32,7 +31,6 @@ class Executor:
         self.cpu_slots, self.gpu_slots = cpu_slots, gpu_slots
         self._tickets = itertools.count(1)
         self.known = KnownLog()  # the store's hashes, fed by the driver, sent to each CPU worker in deltas
-        self.submitted = collections.Counter()  # jobs by kind
 
     def describe(self):
         gpus = ", %d measurement worker%s" % (self.gpu_slots, "s" * (self.gpu_slots != 1)) if self.gpu_slots else ""
@@ -41,7 +39,6 @@ class Executor:
     def submit(self, kind, payload):
         """Queue a job; its ticket."""
         ticket = next(self._tickets)
-        self.submitted[kind] += 1
         self._send(ticket, kind, payload)
         return ticket
 
