@@ -47,6 +47,21 @@ def test_choices_come_in_order_autotuned_then_database_then_cost_model():
     assert p.pick(1, 200000, 50, 32) == (variants.BY_NAME["d32_k128_c4_s4_x2"], "autotuned")
 
 
+def test_a_bucket_without_an_entry_takes_its_measured_neighbour_one_step_along_b_times_n():
+    db = TuningDB("kmeans_assign", "NVIDIA H200", "t", path="h200.json")
+    db.remember("D2/K5/R4", "d64_k128_c4_s4_x2", {}, {}, "test")
+    db.remember("D2/K5/R7", "d64_k256_c2_s4_x2", {}, {}, "test")
+    p = dispatch.Picker([db], plan={"D2/K5/R5": "d64_k128_c2_s4_x2", "D2/K5/R8": "d64_k128_c2_s4_x2"})
+    assert dispatch.bucket_key(1, 4194304, 2048, 64) == "D2/K5/R5"
+    assert p.pick(1, 4194304, 2048, 64) == (variants.BY_NAME["d64_k128_c4_s4_x2"], "tuned neighbour (h200.json, D2/K5/R4)")
+    assert p.pick(1, 10000000, 2048, 64)[1] == "tuned neighbour (h200.json, D2/K5/R7)"  # R6: the larger one
+    v, how = p.pick(4, 67108864, 2048, 64)  # R8: R7 is one step smaller
+    assert how == "tuned neighbour (h200.json, D2/K5/R7)"
+    v, how = p.pick(1, 4000, 2048, 64)  # R0: R1 has no entry and two steps is too far
+    assert how.startswith("cost model")
+    assert dispatch.neighbour_keys(1, 1024, 2048, 64) == ["D2/K5/R1"]  # the smallest bucket has no smaller one
+
+
 def test_a_database_entry_that_does_not_admit_d_is_not_used():
     db = TuningDB("kmeans_assign", "NVIDIA H200", "t")
     key = dispatch.bucket_key(1, 200000, 50, 32)
