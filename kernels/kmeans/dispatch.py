@@ -4,10 +4,11 @@ Choosing (`pick`), in order, for a problem (B, N, K, D):
 1. `config=` when the caller forces a variant (a name from variants.BY_NAME or an
    AssignVariant); it must admit D.
 2. A measured winner: an exact shape autotuned in this process (`autotune=True`), else
-   the tuning database's entry for the shape's bucket (kernels/kmeans/tuning/*.json,
+   the tuning databases' entry for the shape's bucket (kernels/kmeans/tuning/*.json:
+   h200.json from bench_dispatch, h200_rest.json from tune_rest for the buckets it left;
    keyed by device, toolchain and bucket: domain.json's D, K and B*N edges), else the
-   entry of the bucket one B*N step smaller, then one larger (same D and K): buckets
-   above the tuning work cap, or left when tuning stopped, have no entry of their own.
+   entry of the bucket one B*N step smaller, then one larger (same D and K): the buckets
+   neither tuning run measured (too large, or out of memory) have no entry of their own.
 3. The cost model's choice among the variants on D's tile (variants.rank).
 Running: the chosen variant's prebuilt kernel (compiler/build/prebuilt.py; JIT with a
 warning when it is absent); if it cannot be loaded, the generic bounds-checked variant
@@ -52,10 +53,12 @@ _R_EDGES = DOMAIN.buckets["B*N"]
 _capturing = torch._C._cuda_isCurrentStreamCapturing if torch.backends.cuda.is_built() else (lambda: False)
 MAX_STATES = 256  # launch states kept (one per distinct (x, c) pair); beyond it the cache is cleared
 
-# Why the neighbours: on the H200 database (217 buckets), the winner of the bucket one B*N step
-# smaller picked the measured winner in 71 of 103 buckets, the cost model in 67, and timed where
-# it could be, it cost 2.4% over the best on average against the cost model's 4.9% on the same
-# buckets. Two steps away it did worse than the cost model (9.3%), so no further neighbours.
+# Why the neighbours: on the first H200 database (217 buckets), the winner of the bucket one B*N
+# step smaller was the measured winner in 71 of 103 buckets, the cost model's first choice in 67;
+# two steps away it did worse than the cost model. Timed on the H200 where the two differ
+# (benchmarks/results/kmeans_rest_h200.json, 15 buckets) the neighbour was faster in 7, slower in
+# 8, 1.05x the cost model's choice in geometric mean (0.60x to 3.11x): a small gain, kept only for
+# the buckets that have no entry of their own (tuning/h200_rest.json measured most of the rest).
 NEIGHBOUR_STEPS = (-1, 1)
 
 
@@ -81,11 +84,13 @@ def kernel_d(d):
 
 
 def representative(di, ki, ri):
-    """The shape standing for bucket (D index, K index, B*N index): B = 1, D at the tile, N and K at the geometric centre."""
+    """The shape standing for bucket (D index, K index, B*N index): D at the tile, B*N and K at the geometric
+    centre, B = 1 unless N would pass its maximum (the largest B*N bucket needs B > 1)."""
     k_lo, k_hi = DOMAIN.bucket_range("K", ki)
     r_lo, r_hi = DOMAIN.bucket_range("B*N", ri)
-    n = min(int(math.sqrt(r_lo * r_hi)), DOMAIN.symbols["N"][1])
-    return {"B": 1, "N": n, "K": max(2, int(math.sqrt(k_lo * k_hi))), "D": _D_EDGES[di]}
+    r = math.isqrt(r_lo * r_hi)
+    b = -(-r // DOMAIN.symbols["N"][1])
+    return {"B": b, "N": r // b, "K": max(2, int(math.sqrt(k_lo * k_hi))), "D": _D_EDGES[di]}
 
 
 def kernel_buckets():
@@ -134,11 +139,11 @@ class Picker:
         if v is not None:
             return v, "autotuned"
         bucket = bucket_key(b, n, k, d)
-        hit = self._measured(bucket, d)
+        hit = self.measured(bucket, d)
         if hit is not None:
             return hit[0], "tuned (%s)" % hit[1]
         for key in neighbour_keys(b, n, k, d):
-            hit = self._measured(key, d)
+            hit = self.measured(key, d)
             if hit is not None:
                 return hit[0], "tuned neighbour (%s, %s)" % (hit[1], key)
         v = variants.BY_NAME.get(self.plan.get(bucket))
@@ -146,7 +151,7 @@ class Picker:
             return v, "cost model (offline, at the bucket's representative)"
         return variants.rank({"B": b, "N": n, "K": k, "D": d}, top=1)[0], "cost model"
 
-    def _measured(self, key, d):
+    def measured(self, key, d):
         """(variant, database file name) of the first database whose entry for `key` admits d, or None."""
         for db in self.dbs:
             v = variants.BY_NAME.get(db.lookup(key))
