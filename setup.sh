@@ -30,6 +30,15 @@ if ! command -v bazel >/dev/null || [ ! -d /usr/share/bazel/rules/java ] || [ ! 
 fi
 say "bazel: $(command -v bazel)"
 
+# 1b. The OpenMP runtime LightGBM's wheel links (the agent's learned ranker); gcc brings it, a bare system may not.
+if ! /sbin/ldconfig -p 2>/dev/null | grep -q 'libgomp\.so\.1'; then
+  say "installing libgomp1 (OpenMP runtime for lightgbm)"
+  as_root apt-get install -y -q libgomp1 >/dev/null 2>&1 || {
+    as_root apt-get update -q >/dev/null
+    as_root apt-get install -y -q libgomp1 >/dev/null
+  } || die "could not install libgomp1 with apt-get"
+fi
+
 # 2. Python 3.11 virtual environment with the pinned requirements.
 PY=${PYTHON:-python3.11}
 command -v "$PY" >/dev/null || PY=python3

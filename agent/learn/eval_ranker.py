@@ -1,0 +1,85 @@
+"""Judge the learned ranker on held-out measured candidates, per task, beside the analytic cost model.
+
+For each task of the dataset (agent/learn/dataset.py's JSON lines), its rows are split
+into FOLDS folds by a hash of each candidate's IR hash; each fold's rows are ranked by
+a ranker trained on every other row (the other folds of the task, and every row of the
+other tasks), so every candidate is ranked by trees that never saw it. Reported per
+task: the Spearman correlation with the measured times of those held-out rankings and
+of the analytic predictions on the same rows, the analytic model's count of distinct
+predictions, and the measured time of the candidate each would measure first.
+
+    python3 -m agent.learn.eval_ranker --dataset benchmarks/datasets/measured_candidates_h200.jsonl \
+        --out benchmarks/results/ranker_h200.json
+"""
+
+import argparse
+import hashlib
+import json
+import platform
+import subprocess
+
+from agent.learn import dataset, ranker
+
+FOLDS = 5
+
+
+def fold_of(ir_hash):
+    return int(hashlib.sha256(ir_hash.encode()).hexdigest(), 16) % FOLDS
+
+
+def evaluate(rows):
+    """{task: {"rows", "ranker_spearman", "analytic_spearman", ...}} over held-out folds."""
+    tasks = sorted({r["task"] for r in rows})
+    out = {}
+    for task in tasks:
+        mine = [r for r in rows if r["task"] == task]
+        held_pred = {}
+        for fold in range(FOLDS):
+            test = [r for r in mine if fold_of(r["ir_hash"]) == fold]
+            if not test:
+                continue
+            train = [r for r in rows if not (r["task"] == task and fold_of(r["ir_hash"]) == fold)]
+            model = ranker.Ranker.fit(train)
+            for r, p in zip(test, model.predict([r["features"] for r in test])):
+                held_pred[r["ir_hash"]] = p
+        measured = [r["measured_s"] for r in mine]
+        learned = [held_pred[r["ir_hash"]] for r in mine]
+        analytic = [r["predicted_s"] for r in mine]
+        best = min(measured)
+        out[task] = {
+            "rows": len(mine), "folds": FOLDS,
+            "ranker_spearman": ranker.spearman(learned, measured),
+            "analytic_spearman": ranker.spearman(analytic, measured),
+            "analytic_distinct_predictions": len(set(analytic)),
+            "best_measured_ms": best * 1e3,
+            "ranker_first_pick_ms": measured[learned.index(min(learned))] * 1e3,
+            "analytic_first_pick_ms": measured[analytic.index(min(analytic))] * 1e3,
+            "devices": sorted({r["device"] for r in mine}), "toolchains": sorted({r["toolchain"] for r in mine}),
+        }
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--dataset", required=True)
+    ap.add_argument("--out", required=True)
+    args = ap.parse_args()
+    import lightgbm
+
+    rows = dataset.read(args.dataset)
+    result = {
+        "machine": {"host": platform.node(), "python": platform.python_version(), "lightgbm": lightgbm.__version__,
+                    "cake_commit": subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
+                                                  text=True).stdout.strip()},
+        "how": __doc__.split("\n\n")[1].replace("\n", " "),
+        "dataset": args.dataset, "params": ranker.PARAMS, "rounds": ranker.ROUNDS,
+        "tasks": evaluate(rows),
+    }
+    with open(args.out, "w") as f:
+        json.dump(result, f, indent=1, sort_keys=True)
+        f.write("\n")
+    print(json.dumps(result["tasks"], indent=1))
+
+
+if __name__ == "__main__":
+    main()
