@@ -33,10 +33,11 @@ OUR_RATE_FLOPS_PER_MS = 5e11  # what the kernels reach at large shapes: skips bu
 CANDIDATES = 3
 
 
-def untuned_buckets(picker, max_ms):
-    """(key, representative, candidate variants, neighbour rule's variant, cost model's variant) per untuned bucket."""
+def untuned_buckets(picker, max_ms, buckets=None):
+    """(key, representative, candidate variants, neighbour rule's variant, cost model's variant) per untuned bucket
+    of `buckets` ((key, representative) pairs; default every kernel-path bucket)."""
     out = []
-    for key, shape in dispatch.kernel_buckets():
+    for key, shape in dispatch.kernel_buckets() if buckets is None else buckets:
         if any(db.lookup(key) for db in picker.dbs):
             continue
         if bench_dispatch.flops(shape) / OUR_RATE_FLOPS_PER_MS > max_ms:
