@@ -47,6 +47,8 @@ def _evaluator(tmp_path, record):
 
 class _Compiled:
     ir_hash = "h"
+    toolchain = "nvcc 13.0 -arch=sm_90a"
+    target = "sm_90a"
 
     def SerializeToString(self):
         return b"cubin"
@@ -57,7 +59,8 @@ def test_job_records_become_measurements_or_failures(tmp_path):
                                                    "check": "passed 15 cases", "environment": {"gpu": "H200"}}}
     m = _evaluator(tmp_path, ok).measure(_Compiled(), assign_sm90a(), "agent.measure.bindings:kmeans_assign", "c1")
     assert m == Measured(True, 0.05 * 1e-3, 0.049 * 1e-3, 0.052 * 1e-3, 2.5,
-                         detail={"check": "passed 15 cases", "environment": {"gpu": "H200"}}, record=m.record)
+                         detail={"check": "passed 15 cases", "environment": {"gpu": "H200"},
+                                 "toolchain": "nvcc 13.0 -arch=sm_90a", "target": "sm_90a"}, record=m.record)
     assert m.record["elapsed_s"] == 2.5 and m.record["payload"]["timing"] == gpu.TIMING
     wrong = {"ok": True, "elapsed_s": 1.0, "result": {"passed": False, "kind": "unwritten_output", "message": "case 3"}}
     assert _evaluator(tmp_path, wrong).measure(_Compiled(), assign_sm90a(), "b", "c2").kind == "unwritten_output"

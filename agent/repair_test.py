@@ -30,6 +30,9 @@ def test_unknown_ids_fall_back_to_the_words_of_message_and_hint():
     d = _diag("CAKE-ANALYSIS-001", "kernel does not fit on one SM of sm_90a/H200: limited by registers (...)")
     assert REPAIRS.tactics([d])[0] == "rebalance_registers"
     assert REPAIRS.tactics([_diag("CAKE-LEARNED-007", hint="use fewer stages")]) == ["stages_down"]
+    short = _diag("CAKE-ANALYSIS-001", "kernel does not fit on one SM of sm_90a/H200: role main needs 100 registers"
+                  " per thread (live fragments and overhead) but has 96")
+    assert REPAIRS.tactics([short])[0] == "rebalance_registers"
 
 
 def test_warnings_ask_for_nothing():

@@ -27,72 +27,6 @@ from agent.persistent import persistent
 from compiler.ir import enums
 from compiler.ir.dtypes import DTYPE_BYTES, SWIZZLE_SPAN
 from compiler.ir.roles import role_threads
-from compiler.targets import TARGETS, database
-from compiler.targets import registers as target_registers
-
-
-def _limits(kernel):
-    """The resource limits of the kernel's target (compiler/targets), NotApplicable for an unknown one."""
-    try:
-        return database.limits(_target_name(kernel))
-    except ValueError:
-        raise NotApplicable("target %s has no resource limits" % _target_name(kernel)) from None
-
-
-def _target_name(kernel):
-    return enums.short_name(ir_pb2.Target.DESCRIPTOR, kernel.target) if kernel.target in ir_pb2.Target.values() \
-        else str(kernel.target)
-
-
-def _setmaxnreg(kernel):
-    """The budgets setmaxnreg takes on the kernel's target; NotApplicable where it has none."""
-    legal = target_registers.setmaxnreg(_target_name(kernel)) if _target_name(kernel) in TARGETS else None
-    if legal is None:
-        raise NotApplicable("register budgets (setmaxnreg) exist on sm_90a and sm_100a only")
-    return legal
-
-
-def registers(kernel, role, value):
-    """Set one role's register budget (setmaxnreg), a legal setmaxnreg value (multiples of 8 in [24, 256])."""
-    legal = _setmaxnreg(kernel)
-    value = int(value)
-    if not legal.legal(value):
-        raise NotApplicable("%d is not a setmaxnreg value" % value)
-    out = copy_kernel(kernel)
-    target = find_role(out, role)
-    if target.registers == value:
-        raise NotApplicable("role %r already has %d registers" % (role, value))
-    target.registers = value
-    return out
-
-
-def rebalance_registers(kernel, producer=24, cap=240):
-    """Give producers `producer` registers and share the rest of the launch's allocation among
-    the other budgeted roles (setmaxnreg moves registers within the block's allocation)."""
-    legal = _setmaxnreg(kernel)
-    limits = _limits(kernel)
-    out = copy_kernel(kernel)
-    budgeted = [r for r in out.roles if r.registers]
-    if not budgeted:
-        raise NotApplicable("no role has a register budget")
-    pool = target_registers.pool(out, limits)
-    entry = target_registers.kernel_launch_budget(out, limits)
-    producers = [r for r in budgeted if r.kind == ir_pb2.ROLE_KIND_PRODUCER]
-    others = [r for r in budgeted if r.kind != ir_pb2.ROLE_KIND_PRODUCER]
-    if not others:
-        raise NotApplicable("only producer roles have budgets")
-    unbudgeted = sum(role_threads(r) for r in out.roles if not r.registers) * entry
-    left = pool - unbudgeted - sum(producer * role_threads(r) for r in producers)
-    share = target_registers.share(left, sum(role_threads(r) for r in others), _target_name(out), cap)
-    if share < legal.minimum:
-        raise NotApplicable("the launch allocation leaves %d registers per consumer thread" % share)
-    for r in producers:
-        r.registers = producer
-    for r in others:
-        r.registers = share
-    if out == kernel:
-        raise NotApplicable("budgets are already balanced")
-    return out
 
 
 def swizzle(kernel, region, mode):
@@ -295,8 +229,6 @@ def elect_release(kernel, barrier="release_sync"):
 
 
 REWRITES = {
-    "registers": registers,
-    "rebalance_registers": rebalance_registers,
     "swizzle": swizzle,
     "instr_n": instr_n,
     "unroll": unroll,

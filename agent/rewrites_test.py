@@ -4,6 +4,7 @@ import pytest
 from cake.ir.v1 import ir_pb2
 
 from agent import rewrites
+from agent.transforms.registers import rebalance_registers
 from compiler.ir.text import parse_kernel, print_kernel
 from compiler.verify import has_errors, verify
 from kernels.kmeans.schedules import assign_sm90a
@@ -11,8 +12,6 @@ from kernels.kmeans.schedules import assign_sm90a
 SEED = assign_sm90a()
 
 VALID = [
-    ("registers", {"role": "load", "value": 24}),
-    ("rebalance_registers", {"producer": 24}),
     ("swizzle", {"region": "sCols", "mode": "64b"}),
     ("swizzle", {"region": "sRows", "mode": "32b"}),
     ("instr_n", {"n": 64}),
@@ -58,18 +57,10 @@ def test_persistent_walks_the_tiles_and_continues_the_rings():
     assert (ring.stages, ring.full, ring.empty, list(ring.regions)) == (1, "rows_full", "sRows_empty", ["sRows"])
     # Composes with the other rewrites, in either order where both apply.
     for k in (rewrites.defer_lane_reduction(out), rewrites.persistent(rewrites.defer_lane_reduction(SEED)),
-              rewrites.persistent(rewrites.rebalance_registers(assign_sm90a(consumers=4)))):
+              rewrites.persistent(rebalance_registers(assign_sm90a(consumers=4)))):
         assert not has_errors(verify(k)), [d.id for d in verify(k)]
     with pytest.raises(rewrites.NotApplicable, match="persistent already"):
         rewrites.persistent(out)
-
-
-def test_two_blocks_per_sm_then_rebalance_fits_the_register_file():
-    two = rewrites.min_blocks(assign_sm90a(stages=2, block_k=64), 2)
-    assert "CAKE-RES-004" in [d.id for d in verify(two)]
-    fixed = rewrites.rebalance_registers(two)
-    assert not has_errors(verify(fixed))
-    assert [r.registers for r in fixed.roles] == [24, 104]
 
 
 def test_elect_release_gives_one_arrival_per_warpgroup():
@@ -80,8 +71,6 @@ def test_elect_release_gives_one_arrival_per_warpgroup():
 
 
 @pytest.mark.parametrize("name,args,why", [
-    ("registers", {"role": "nobody", "value": 64}, "no role"),
-    ("registers", {"role": "mma", "value": 100}, "not a setmaxnreg value"),
     ("swizzle", {"region": "sColSq", "mode": "64b"}, "unswizzled"),
     ("instr_n", {"n": 48}, "does not tile"),
     ("unroll", {"var": "nope", "factor": 2}, "no serial loop"),
@@ -93,9 +82,3 @@ def test_not_applicable_says_why(name, args, why):
     with pytest.raises(rewrites.NotApplicable, match=why):
         rewrites.apply(SEED, name, args)
 
-
-def test_register_budgets_need_setmaxnreg():
-    from kernels.kmeans.schedules import assign_sm80
-
-    with pytest.raises(rewrites.NotApplicable, match="sm_90a and sm_100a"):
-        rewrites.rebalance_registers(assign_sm80())

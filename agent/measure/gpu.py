@@ -60,7 +60,8 @@ class GpuEvaluator:
         if not r["passed"]:
             return Measured(False, device_s=device_s, kind=r["kind"], message=r["message"], record=record)
         return Measured(True, r["median_ms"] * 1e-3, r["p10_ms"] * 1e-3, r["p90_ms"] * 1e-3, device_s,
-                        detail={"check": r["check"], "environment": r["environment"]}, record=record)
+                        detail={"check": r["check"], "environment": r["environment"], "toolchain": compiled.toolchain,
+                                "target": compiled.target}, record=record)
 
     def peers(self):
         """name -> (median seconds or None, detail) for each of the task's peers, timed once at the task's shape."""

@@ -21,7 +21,7 @@ import inspect
 
 from agent import rewrites
 from agent.ir_edit import NotApplicable
-from agent.transforms import retarget, ring_depth, split_roles, tile_shape, tma_ring, wgmma
+from agent.transforms import registers, retarget, ring_depth, split_roles, tile_shape, tma_ring, wgmma
 
 
 @dataclasses.dataclass(frozen=True)
@@ -54,6 +54,8 @@ TRANSFORMS = {
         _entry("mma_to_wgmma", wgmma.mma_to_wgmma, wgmma.precondition),
         _entry("tile_shape", tile_shape.tile_shape, tile_shape.precondition),
         _entry("ring_depth", ring_depth.ring_depth, ring_depth.precondition),
+        _entry("registers", registers.registers),
+        _entry("rebalance_registers", registers.rebalance_registers, registers.precondition),
         *(_entry(name, fn) for name, fn in rewrites.REWRITES.items()),
     )
 }
