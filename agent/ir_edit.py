@@ -193,6 +193,28 @@ _WRITTEN = {
 }
 
 
+_LOADS = {"copy": ("src_global", "dst_tile"), "cp_async": ("src", "dst"), "tma_load": ("src", "dst")}
+
+
+def tile_rows(kernel):
+    """{param: rows of the shared tile its loads land in}: how many rows of each input a block (or round)
+    takes at a time (a binding's padding and split unit; the first load of a param decides)."""
+    regions = {r.name: r for r in kernel.regions}
+    out = {}
+    for role in kernel.roles:
+        for _, _, op in walk_ops(role.body):
+            fields = _LOADS.get(op.WhichOneof("kind"))
+            if fields is None:
+                continue
+            msg = op_message(op)
+            src, dst = (getattr(msg, f) for f in fields)
+            region = regions.get(dst.region) if msg.HasField(fields[1]) else None
+            if msg.HasField(fields[0]) and region is not None and region.space == ir_pb2.MEMORY_SPACE_SHARED \
+                    and region.shape and src.param not in out:
+                out[src.param] = region.shape[0]
+    return out
+
+
 def written_tiles(op):
     """The TileRefs one op (not its nested bodies) writes."""
     kind = op.WhichOneof("kind")

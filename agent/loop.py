@@ -141,14 +141,11 @@ class Evolver:
     def _check(self, row):
         self.events.emit("assess", id=row["id"], stage="check")
         kernel = self.kernel(row)
-        out = assess.check(self.port, kernel, row["ir_hash"], self.shapes(row), self.task.device, task=self.task)
+        out = assess.check(self.port, kernel, row["ir_hash"], self.family.analysis_shapes(self.task.shapes, kernel),
+                           self.task.device, task=self.task)
         self._checked(row, out, self._repairs(row, kernel, out.errors) if out.status == "invalid" else [])
         if self.settings.throttle_s:
             time.sleep(self.settings.throttle_s)
-
-    def shapes(self, row):
-        """The shapes a candidate is analyzed at (its family's view of the task's shapes)."""
-        return self.family.analysis_shapes(self.task.shapes, _params(row))
 
     def _checked(self, row, out, children):
         """Record a check's outcome (`children`: the repairs of a rejected candidate) and credit its tactic;
@@ -322,7 +319,3 @@ class Evolver:
             "failures": self.store.failure_counts(),
             "last": None if row is None else "#%d %s -> %s" % (row["id"], row["tactic"], out.status),
         }
-
-
-def _params(row):
-    return Genome.from_json(row["genome"]).params if row["genome"] else {}

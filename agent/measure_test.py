@@ -4,8 +4,10 @@ import torch
 
 from agent import seeds
 from agent.measure import bindings, device, gpu
+from agent.ir_edit import tile_rows
 from agent.measure.result import Measured
 from agent.testing import small_task
+from kernels.kmeans.naive import assign_naive
 from kernels.kmeans.schedules import assign_sm90a
 from kernels.kmeans.tuned import assign_sm90a_tuned
 from runtime.pool import WorkerPool
@@ -25,17 +27,18 @@ class _Runner:
 def test_the_binding_computes_squared_norms_and_pads_them_for_the_tuned_family():
     x, c = torch.randn(2, 8, 16), torch.randn(2, 5, 16)
     plain = _Runner(["B", "N", "K", "D"])
-    bindings.kmeans_assign(plain, {"centroid_tile": 4})([torch.empty(2, 8, dtype=torch.int32)], [x, c])
+    bindings.kmeans_assign(plain, {"tile_rows": {"c": 4}})([torch.empty(2, 8, dtype=torch.int32)], [x, c])
     assert torch.allclose(plain.calls[0]["c_sq"], (c * c).sum(-1))
     padded = _Runner(["B", "N", "K", "KP", "D"])
-    bindings.kmeans_assign(padded, {"centroid_tile": 4})([torch.empty(2, 8, dtype=torch.int32)], [x, c])
+    bindings.kmeans_assign(padded, {"tile_rows": {"c": 4}})([torch.empty(2, 8, dtype=torch.int32)], [x, c])
     c_sq = padded.calls[0]["c_sq"]
     assert c_sq.shape == (2, 8) and torch.isinf(c_sq[:, 5:]).all() and torch.allclose(c_sq[:, :5], (c * c).sum(-1))
 
 
-def test_centroid_tile_reads_the_tma_box_of_c():
-    assert gpu.centroid_tile(assign_sm90a(block_k=64)) == 64
-    assert gpu.centroid_tile(assign_sm90a_tuned(block_k=128)) == 128
+def test_tile_rows_read_the_tiles_each_input_loads_into():
+    assert tile_rows(assign_sm90a(block_k=64))["c"] == 64
+    assert tile_rows(assign_sm90a_tuned(block_k=128)) == {"x": 256, "c": 128, "c_sq": 128}
+    assert tile_rows(assign_naive()) == {"x": 64, "c": 128, "c_sq": 128}  # plain copies count too
 
 
 def _evaluator(tmp_path, record):

@@ -42,12 +42,19 @@ class Family:
             return None
         return {**params, name: values[i]}
 
-    def analysis_shapes(self, shapes, params):
-        """Shape symbols the cost model needs beyond the task's (the tuned family pads K to KP)."""
-        if "block_k" in params and self.name.endswith("_tuned"):
-            block = params["block_k"]
-            return {**shapes, "KP": -(-shapes["K"] // block) * block}
-        return dict(shapes)
+    def analysis_shapes(self, shapes, kernel):
+        """The symbols the cost model analyzes `kernel` at: the task's shapes and what the binding derives from
+        them and the kernel's tiles (its contract's `symbols`), restricted to the symbols the kernel declares."""
+        from agent import task
+        from agent.ir_edit import tile_rows
+
+        out = dict(shapes)
+        derive = task.contract(self.contract_key).symbols
+        if derive:
+            module, _, attr = derive.partition(":")
+            out.update(getattr(importlib.import_module(module), attr)(shapes, tile_rows(kernel)))
+        declared = {s.name for s in kernel.contract.symbols}
+        return {k: v for k, v in out.items() if k in declared}
 
     @property
     def binding(self):

@@ -6,8 +6,11 @@ dtype, access, rank) and the computation each output must come from (`requires`:
 op kinds and input params its data flow must hold: agent/contract_gate.py), how the
 runtime checks and times its kernels (`runtime`: shapes -> runtime.contract.Contract;
 `binding`: how a compiled kernel is launched, beside the kernel), the peers to time
-(`from`: a function returning {name: launch}) and the seed families that implement
-it (a builder in kernels/ and its parameter space: agent/seeds.py).
+(`from`: a function returning {name: launch}), the seed families that implement
+it (a builder in kernels/ and its parameter space: agent/seeds.py) and, where the
+binding derives symbols the task's shapes do not give (a padded length, how a
+database splits into ranges), the function that derives them (`symbols`), so the
+cost model sees the launch the binding makes.
 
 agent/tasks/<name>.json declares one task: its contract (a key), its seed (family and
 params), the builder params the task fixes, the shapes it is timed at, the further
@@ -77,6 +80,10 @@ class KernelContract:
     peers: tuple  # Peer
     families: dict  # family name -> its data (agent/seeds.py builds Family from it)
     path: str
+    # "package.module:function": (shapes, tile_rows) -> {symbol: value} of the symbols the binding derives
+    # (padded lengths, database splits) from a shape and the rows of each input's tile (ir_edit.tile_rows);
+    # "" when the task's shapes bind every symbol.
+    symbols: str = ""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -186,9 +193,10 @@ def load_contract(path):
         bad = [p for p, v in f["defaults"].items() if v not in f["space"].get(p, [v])]
         if bad:
             raise RegistryError("%s: family %r's defaults leave its space at %s" % (path, name, bad))
+    symbols = _ref(path, "symbols", d["symbols"]) if "symbols" in d else ""
     return KernelContract(key, d.get("doc", ""), _need(d, path, "reference", str), _need(d, path, "metric", str),
                           _ref(path, "runtime", d.get("runtime")), _ref(path, "binding", d.get("binding")), params,
-                          requires, peers, families, path)
+                          requires, peers, families, path, symbols)
 
 
 def load_task(path, contracts):

@@ -12,7 +12,7 @@ from agent import seeds, tactics, task
 def test_every_task_file_loads_and_names_a_contract_and_a_family_of_it():
     files = sorted(glob.glob(os.path.join(task.TASK_DIR, "*.json")))
     assert {os.path.basename(f)[:-5] for f in files} == set(task.TASKS)
-    assert {"kmeans-assign", "kmeans-assign-paper", "gemm-8192"} <= set(task.TASKS)
+    assert {"kmeans-assign", "kmeans-assign-paper", "gemm-8192", "knn-search", "knn-all-pairs"} <= set(task.TASKS)
     for t in task.TASKS.values():
         c = t.kernel_contract
         assert t.family in c.families and seeds.family(t.family).contract_key == c.key
@@ -37,6 +37,32 @@ def test_tasks_are_keyed_by_contract_and_kernels_find_theirs():
     assert task.for_kernel(assign_naive()).key == task.for_kernel(assign_sm90a_tuned()).key == "kmeans_assign"
     assert task.for_kernel(gemm_naive()).key == "gemm_bf16"
     assert set(task.tasks_of("kmeans_assign")) >= {"kmeans-assign", "kmeans-assign-paper"}
+    from kernels.knn.naive import rows_naive
+    from kernels.knn.schedules import rows_sm80
+
+    assert task.for_kernel(rows_naive()).key == task.for_kernel(rows_sm80()).key == "knn_score_l2"
+    assert set(task.tasks_of("knn_score_l2")) == {"knn-search", "knn-all-pairs"}
+
+
+def test_the_cost_model_sees_the_launch_the_binding_makes():
+    """Symbols the binding derives (a database split, a padded length) come from the contract's `symbols`,
+    restricted to those the kernel declares."""
+    from kernels.kmeans.naive import assign_naive
+    from kernels.kmeans.tuned import assign_sm90a_tuned
+    from kernels.knn import binding
+
+    search = task.task("knn-search")
+    family = seeds.family(search.family)
+    kernel = family.build(search.seed_params, search.fixed)
+    got = family.analysis_shapes(search.shapes, kernel)
+    assert got == {**search.shapes, **binding.symbols(search.shapes, {"q": 64, "x": 64})}
+    assert got["S"] * got["T"] * 64 >= search.shapes["M"]
+    pairs = task.task("knn-all-pairs")
+    assert "self" not in family.analysis_shapes(pairs.shapes, kernel)  # the oracle's, not a kernel symbol
+    paper = task.task("kmeans-assign-paper")
+    kmeans = seeds.family(paper.family)
+    assert kmeans.analysis_shapes(paper.shapes, assign_naive()) == paper.shapes  # no KP to derive
+    assert kmeans.analysis_shapes(paper.shapes, assign_sm90a_tuned(block_k=256))["KP"] == 1024
 
 
 def test_param_tactics_come_from_the_family_space():

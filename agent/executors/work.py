@@ -128,7 +128,8 @@ class Context:
 
     def check(self, job):
         kernel = ir_pb2.Kernel.FromString(job["kernel"])
-        out = assess.check(self.port, kernel, job["ir_hash"], self._shapes(job), self.task.device, task=self.task)
+        out = assess.check(self.port, kernel, job["ir_hash"], self.family.analysis_shapes(self.task.shapes, kernel),
+                           self.task.device, task=self.task)
         return {"outcome": out, "repairs": self._repairs(job, kernel, out) if out.status == "invalid" else []}
 
     def compile(self, job):
@@ -139,10 +140,6 @@ class Context:
 
     def run(self, kind, job):
         return {"propose": self.propose, "check": self.check, "compile": self.compile}[kind](job)
-
-    def _shapes(self, job):
-        params = Genome.from_json(job["genome"]).params if job["genome"] else {}
-        return self.family.analysis_shapes(self.task.shapes, params)
 
     def _repairs(self, job, kernel, out):
         """Every repair child the errors call for, distinct, in order (the driver picks the unseen ones)."""

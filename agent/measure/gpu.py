@@ -10,21 +10,9 @@ shape of the contract. Device time is each job's elapsed time in its worker.
 import dataclasses
 
 from agent.measure.result import Measured
-from agent.ir_edit import walk_ops
+from agent.ir_edit import tile_rows
 
 TIMING = {"warmup": 5, "reps": 30, "flush_factor": 2.0, "input_sets": 2}
-
-
-def centroid_tile(kernel):
-    """Rows of the tile the kernel's TMA loads of `c` land in (the c_sq padding unit)."""
-    regions = {r.name: r for r in kernel.regions}
-    for role in kernel.roles:
-        for _, _, op in walk_ops(role.body):
-            if op.WhichOneof("kind") == "tma_load" and op.tma_load.src.param == "c":
-                region = regions.get(op.tma_load.dst.region)
-                if region is not None and region.shape:
-                    return region.shape[0]
-    return None
 
 
 class GpuEvaluator:
@@ -50,7 +38,7 @@ class GpuEvaluator:
     def measure(self, compiled, kernel, binding, label):
         payload = {"compiled": compiled.SerializeToString(), "binding": binding,
                    "contract": self.task.kernel_contract.runtime, "shapes": self.task.all_shapes, "timing": self.timing,
-                   "centroid_tile": centroid_tile(kernel)}
+                   "tile_rows": tile_rows(kernel)}
         record = self._run("agent.measure.worker:evaluate", payload, compiled.ir_hash, label)
         device_s = record["elapsed_s"]
         if not record["ok"]:

@@ -24,21 +24,15 @@ the cost model refused it.
 
 from cake.ir.v1 import ir_pb2
 
-from agent.ir_edit import NotApplicable, copy_kernel, find_role
-from compiler.ir import enums
+from agent.ir_edit import NotApplicable, copy_kernel, find_role, target_name
 from compiler.ir.roles import role_threads
 from compiler.targets import TARGETS, database
 from compiler.targets import registers as target_registers
 
 
-def _target_name(kernel):
-    return enums.short_name(ir_pb2.Target.DESCRIPTOR, kernel.target) if kernel.target in ir_pb2.Target.values() \
-        else str(kernel.target)
-
-
 def setmaxnreg(kernel):
     """The budgets setmaxnreg takes on the kernel's target; NotApplicable where it has none."""
-    name = _target_name(kernel)
+    name = target_name(kernel)
     legal = target_registers.setmaxnreg(name) if name in TARGETS else None
     if legal is None:
         raise NotApplicable("register budgets (setmaxnreg) exist on sm_90a and sm_100a only")
@@ -74,7 +68,7 @@ def precondition(kernel, producer=24, cap=240):
     legal = setmaxnreg(kernel)
     if not legal.legal(producer):
         raise NotApplicable("%d is not a setmaxnreg value" % producer)
-    limits = database.limits(_target_name(kernel))
+    limits = database.limits(target_name(kernel))
     chosen = _balanced(kernel)
     producers = [i for i in chosen if kernel.roles[i].kind == ir_pb2.ROLE_KIND_PRODUCER]
     others = [i for i in chosen if i not in producers]
@@ -83,7 +77,7 @@ def precondition(kernel, producer=24, cap=240):
     entry = target_registers.kernel_launch_budget(kernel, limits)
     kept = sum(role_threads(r) for i, r in enumerate(kernel.roles) if i not in chosen) * entry
     left = target_registers.pool(kernel, limits) - kept - producer * sum(role_threads(kernel.roles[i]) for i in producers)
-    share = target_registers.share(left, sum(role_threads(kernel.roles[i]) for i in others), _target_name(kernel), cap)
+    share = target_registers.share(left, sum(role_threads(kernel.roles[i]) for i in others), target_name(kernel), cap)
     if share < legal.minimum:
         raise NotApplicable("the launch allocation leaves %d registers per consumer thread" % share)
     budgets = {**{i: producer for i in producers}, **{i: share for i in others}}

@@ -14,6 +14,12 @@ Every round still lands in its slot before its readers wait for it and is refill
 only after all of them released it, so what the consumer computes is unchanged; the
 loads now run ahead by as many rounds as the ring holds instead of S - 1, issued by a
 warp that does nothing else.
+
+With `stages`, the role may instead still load its tiles itself (plain or cp.async
+loads, loads_to_tma's precondition): the split then puts an S-stage ring between the
+producer and the consumer, as loads_to_tma(stages) and the split in one move (a move the
+search takes as one step: the ring alone is seldom faster than the loads it replaces,
+the split over it is). A kernel whose role already fills a ring refuses `stages`.
 """
 
 from cake.ir.v1 import ir_pb2
@@ -29,7 +35,7 @@ from agent.ir_edit import (
     logical_and,
     sym,
 )
-from agent.transforms import ring_form
+from agent.transforms import ring_form, tma_ring
 
 PRODUCER = "load"
 
@@ -44,8 +50,18 @@ def _prologue(role):
     return all(o.WhichOneof("kind") in ("mbarrier_init", "fence") for o in body[0].branch.then_body)
 
 
-def precondition(kernel, pipeline=None):
+def _ringed(kernel, stages):
+    """The kernel whose ring the split splits: itself, or with `stages` its loads as an S-stage TMA ring."""
+    if stages is None:
+        return kernel
+    if kernel.pipelines:
+        raise NotApplicable("the role fills a ring already: split it without `stages`")
+    return tma_ring.loads_to_tma(kernel, stages)
+
+
+def precondition(kernel, pipeline=None, stages=None):
     """The matched SingleRoleRing split_producer would split; NotApplicable with the reason otherwise."""
+    kernel = _ringed(kernel, stages)
     if len(kernel.roles) != 1:
         raise NotApplicable("the block has %d roles already" % len(kernel.roles))
     rings = [m for m in ring_form.single_role_rings(kernel) if pipeline is None or m.pipeline.name == pipeline]
@@ -61,9 +77,10 @@ def precondition(kernel, pipeline=None):
     return m
 
 
-def split_producer(kernel, pipeline=None):
-    """The kernel with its single-role ring filled by a new producer warpgroup (see the module docstring)."""
-    out = copy_kernel(kernel)
+def split_producer(kernel, pipeline=None, stages=None):
+    """The kernel with its single-role ring (or, with `stages`, a new S-stage ring) filled by a new producer
+    warpgroup (see the module docstring)."""
+    out = copy_kernel(_ringed(kernel, stages))
     m = precondition(out, pipeline)
     role, p, loop = m.role, m.pipeline, m.loop
     regions = {r.name: r for r in out.regions}

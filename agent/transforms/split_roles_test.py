@@ -35,3 +35,23 @@ def test_not_applicable_says_why():
         split_roles.split_producer(testing.programs()["kmeans_assign_sm90a"])
     with pytest.raises(NotApplicable, match="single-role shape"):
         split_roles.split_producer(assign_naive())
+
+
+def test_property_with_stages_a_role_that_loads_its_own_tiles_splits_over_a_new_ring():
+    applied = testing.check("split_producer", [{"stages": 2}, {"stages": 3}])
+    programs = testing.applied_to(applied)
+    assert {"kmeans_assign_naive", "knn_rows_sm80+retarget"} <= set(programs)
+    assert not [p for p in programs if p.endswith("+loads_to_tma")]  # a ring already: split it without stages
+    for program, args, out in applied:
+        loads = tma_ring.loads_to_tma(testing.programs()[program], args["stages"])
+        assert out == split_roles.split_producer(loads), program  # the ring, then the split
+        assert out.pipelines[0].stages == args["stages"]
+
+
+def test_stages_need_loads_to_ring():
+    with pytest.raises(NotApplicable, match="fills a ring already"):
+        split_roles.split_producer(tma_ring.loads_to_tma(assign_naive(), 2), stages=3)
+    with pytest.raises(NotApplicable, match="fills a ring already"):
+        split_roles.split_producer(testing.programs()["kmeans_assign_sm90a"], stages=2)
+    with pytest.raises(NotApplicable, match="no loop of plain or cp.async"):
+        split_roles.split_producer(testing.programs()["knn_merge"], stages=2)

@@ -21,6 +21,7 @@ from kernels.kda import schedules as kda
 from kernels.kmeans import naive as kmeans_naive
 from kernels.kmeans import schedules as kmeans
 from kernels.kmeans import tuned as kmeans_tuned
+from kernels.knn import naive as knn_naive
 from kernels.knn import schedules as knn
 
 GOOD_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "good")
@@ -50,6 +51,7 @@ GOOD = {
     "knn_merge_single": lambda: knn.merge(single=True),
     "knn_rows_sm80": knn.rows_sm80,
     "knn_rows_sm100a": knn.rows_sm100a,
+    "knn_rows_naive": knn_naive.rows_naive,
     "kda_intra_sm90a": kda.intra_sm90a,
     "kda_chain_sm90a": kda.chain_sm90a,
 }

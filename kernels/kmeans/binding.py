@@ -4,8 +4,9 @@
 (runtime.compiled.CompiledKernelRunner). The kernels take the squared centroid norms
 precomputed; computing them is inside the timed launch, as it is for the peers. A
 kernel with a KP symbol (the tuned family) takes them padded with +inf to whole
-centroid tiles: options["centroid_tile"] rows, else the rows of the TMA box it loads
-`c` with (its launch metadata says).
+centroid tiles (`symbols`: KP is K rounded up to the rows of the tile `c` loads into,
+options["tile_rows"]["c"] as agent/ir_edit.tile_rows reads the IR, else the rows of
+the TMA box it loads `c` with, as its launch metadata says).
 """
 
 import math
@@ -21,11 +22,17 @@ def centroid_tile(runner):
     return 1
 
 
+def symbols(shapes, tile_rows):
+    """{"KP": K rounded up to whole centroid tiles}: what the binding derives (the contract file's `symbols`)."""
+    tile = tile_rows.get("c") or 1
+    return {"KP": -(-shapes["K"] // tile) * tile}
+
+
 def assign(runner, options):
     import torch
 
     padded = any(s.name == "KP" for s in runner.md.symbols)
-    tile = options.get("centroid_tile") or centroid_tile(runner)
+    tile = (options.get("tile_rows") or {}).get("c") or centroid_tile(runner)
 
     def launch(outputs, inputs):
         x, c = inputs
@@ -33,7 +40,7 @@ def assign(runner, options):
         norms = torch.linalg.vecdot(cf, cf, dim=-1)
         if padded:
             b, k = norms.shape
-            kp = -(-k // tile) * tile
+            kp = symbols({"K": k}, {"c": tile})["KP"]
             c_sq = torch.full((b, kp), math.inf, dtype=torch.float32, device=c.device)
             c_sq[:, :k] = norms
         else:
