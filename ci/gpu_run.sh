@@ -10,8 +10,9 @@
 #            and exits 0 on SIGTERM;
 #   tests    the GPU-tagged tests with plain pytest (REQUIRE_GPU=1: no GPU is a failure, not a skip);
 #   bench    kernels/gemm, kernels/kmeans and kernels/knn benchmarks beside their peers (JSON in the results layout);
-#   agent    docs/agent.md's GPU command: `agent.evolve --task kmeans-assign-paper --gpu on --compiler grpc`
-#            for CAKE_AGENT_SECONDS (default 180) seconds of search, over a real local gRPC compiler server.
+#   agent    docs/agent.md's GPU command: `agent.evolve --task TASK --gpu on --compiler grpc` for
+#            CAKE_AGENT_SECONDS (default 180) seconds of search, over a real local gRPC compiler server;
+#            TASK is CAKE_AGENT_TASK (default kmeans-assign-paper; agent/tasks/ lists the others).
 #
 # What it writes in $OUT (at most 8 files, none in a folder: the lent machine returns no more), named so
 # that they can be committed under benchmarks/results/ as they are (ci/README.md); STEPS below is the
@@ -19,8 +20,9 @@
 #   gpu_run_STEPS_h200.log            everything every step printed, with each step's verdict
 #   gpu_run_STEPS_h200.json           the machine, the commit, each step's status and seconds
 #   gemm_h200.json, kmeans_h200.json, kmeans_dispatch_h200.json, knn_h200.json   the benchmarks
-#   agent_kmeans_assign_paper_h200.md, _h200.json, _h200_best_so_far.png   the agent's report, summary, plot
-#   gpu_run_STEPS_h200_files.tar.gz   the rest: the agent's run directory (database, event logs), the
+#   agent_TASK_h200.md, .json, _best_so_far.png, _best.cake, _best.cu   the agent's report, summary, plot and
+#                                     best kernel with its lineage (TASK with underscores: agent_kmeans_assign_paper_h200.md)
+#   gpu_run_STEPS_h200_files.tar.gz   the rest: the agent's run directory (database, measured.jsonl, event logs), the
 #                                     tests' JUnit XML, the service check's server log
 #
 # CAKE_COMMIT names the commit in the record where the copy has no .git (the lent machine's copy).
@@ -35,6 +37,7 @@ OUT=${OUT:-$ROOT/gpu-results}
 PY=${PYTHON:-python3}
 STEPS=${CAKE_GPU_STEPS:-service,tests,bench,agent}
 AGENT_SECONDS=${CAKE_AGENT_SECONDS:-180}
+AGENT_TASK=${CAKE_AGENT_TASK:-kmeans-assign-paper}
 WORK=${CAKE_GPU_WORK:-$(mktemp -d /tmp/cake-gpu-run.XXXXXX)}
 mkdir -p "$OUT" "$WORK/files"
 NAME=gpu_run_${STEPS//,/_}_h200
@@ -104,9 +107,9 @@ step_bench() {
 }
 
 step_agent() {
-  local run=$WORK/runs/h200-paper rc
+  local run=$WORK/runs/h200-${AGENT_TASK} stem=agent_${AGENT_TASK//-/_}_h200 rc f
   # docs/agent.md's GPU command, with this run's budget and run directory.
-  timeout $((AGENT_SECONDS + 300)) "$PY" -m agent.evolve --task kmeans-assign-paper --gpu on --compiler grpc \
+  timeout $((AGENT_SECONDS + 300)) "$PY" -m agent.evolve --task "$AGENT_TASK" --gpu on --compiler grpc \
     --seconds "$AGENT_SECONDS" --run-dir "$run" --plain
   rc=$?
   # A run that measured nothing (a seed that fails its check, say) exits 0 with no best: that is no pass.
@@ -122,10 +125,12 @@ print("agent: best %.4f ms after %d evaluations (seed %s ms)" % (best["median_ms
 PY
   then rc=1; fi
   if [ -f "$run/report.md" ]; then
-    cp "$run/report.md" "$OUT/agent_kmeans_assign_paper_h200.md"
-    cp "$run/summary.json" "$OUT/agent_kmeans_assign_paper_h200.json"
-    [ -f "$run/best_so_far.png" ] && cp "$run/best_so_far.png" "$OUT/agent_kmeans_assign_paper_h200_best_so_far.png"
-    sed -i 's/](best_so_far.png)/](agent_kmeans_assign_paper_h200_best_so_far.png)/' "$OUT/agent_kmeans_assign_paper_h200.md"
+    cp "$run/report.md" "$OUT/$stem.md"
+    cp "$run/summary.json" "$OUT/$stem.json"
+    for f in best_so_far.png; do [ -f "$run/$f" ] && cp "$run/$f" "$OUT/${stem}_$f"; done
+    for f in best.cake best.cu; do [ -f "$run/$f" ] && cp "$run/$f" "$OUT/${stem}_$f"; done
+    sed -i "s/](best_so_far.png)/](${stem}_best_so_far.png)/; s/](predicted_vs_measured.png)/](${stem}_predicted_vs_measured.png)/" \
+      "$OUT/$stem.md"
   fi
   [ -d "$run" ] && cp -r "$run" "$WORK/files/agent_run"
   return $rc
