@@ -16,7 +16,8 @@
 #
 # What it writes in $OUT (at most 8 files, none in a folder: the lent machine returns no more), named so
 # that they can be committed under benchmarks/results/ as they are (ci/README.md); STEPS below is the
-# steps run, joined by "_" (gpu_run_service_tests_agent_h200.log):
+# steps run, joined by "_" (gpu_run_service_tests_agent_h200.log), and the agent's task where it is not the
+# default (gpu_run_agent_knn_search_h200.log):
 #   gpu_run_STEPS_h200.log            everything every step printed, with each step's verdict
 #   gpu_run_STEPS_h200.json           the machine, the commit, each step's status and seconds
 #   gemm_h200.json, kmeans_h200.json, kmeans_dispatch_h200.json, knn_h200.json   the benchmarks
@@ -40,7 +41,10 @@ AGENT_SECONDS=${CAKE_AGENT_SECONDS:-180}
 AGENT_TASK=${CAKE_AGENT_TASK:-kmeans-assign-paper}
 WORK=${CAKE_GPU_WORK:-$(mktemp -d /tmp/cake-gpu-run.XXXXXX)}
 mkdir -p "$OUT" "$WORK/files"
-NAME=gpu_run_${STEPS//,/_}_h200
+NAME=gpu_run_${STEPS//,/_}
+# Another agent task than the default names itself: runs of two tasks keep apart (gpu_run_agent_knn_search_h200.log).
+case ",$STEPS," in *,agent,*) [ "$AGENT_TASK" = kmeans-assign-paper ] || NAME=${NAME}_${AGENT_TASK//-/_} ;; esac
+NAME=${NAME}_h200
 LOG=$OUT/$NAME.log
 : > "$LOG"
 export PYTHONUNBUFFERED=1 REQUIRE_GPU=1

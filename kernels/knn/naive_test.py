@@ -28,6 +28,23 @@ def test_a_search_fills_the_gpu_with_ranges_only_where_queries_do_not():
     assert binding.symbols({"B": 1, "Q": 65536, "M": 65536}, {"x": 64, "q": 64})["S"] == 1
 
 
+def test_norms_are_kept_per_database_until_it_changes():
+    import torch
+
+    norms = binding.Norms()
+    norms.ROWS_PER_CHUNK = 3  # several chunks
+    a, b = torch.randn(2, 7, 5), torch.randn(2, 7, 5)
+    col = norms(a, 8)
+    assert col.shape == (2, 8) and torch.allclose(col[:, :7], (a * a).sum(-1)) and not col[:, 7:].any()
+    assert norms(b, 8) is not col and norms(a, 8) is col  # alternating input sets keep both
+    a.mul_(2)  # written in place: new norms
+    assert torch.allclose(norms(a, 8)[:, :7], (a * a).sum(-1))
+    more = [torch.randn(1, 3, 5) for _ in range(binding.Norms.KEEP)]
+    for x in more:
+        norms(x, 4)
+    assert len(norms._kept) == binding.Norms.KEEP and norms(more[-1], 4) is norms(more[-1], 4)
+
+
 @pytest.mark.gpu
 def test_the_naive_seed_searches_exactly_at_tail_shapes():
     from compiler.build import cache as compile_cache
