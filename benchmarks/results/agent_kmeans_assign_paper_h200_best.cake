@@ -1,28 +1,33 @@
-# best kernel of CAKE agent run h200-paper (measured time 953.536 us)
-# genome: kmeans_assign_naive(block_k=128) + loads_to_tma(stages=2), mma_to_wgmma, tile_shape:N(size=128, symbol=N), defer_lane_reduction, elect_release, min_blocks(n=2)
+# best kernel of CAKE agent run h200-kmeans-assign-paper (measured time 860.640 us)
+# genome: kmeans_assign_naive(block_k=128) + split_producer(stages=3), mma_to_wgmma, tile_shape:N(size=256, symbol=N), defer_lane_reduction, persistent, ring_depth:ring(pipeline=ring, stages=2), ring_depth:sX_ring(pipeline=sX_ring, stages=2), instr_n(n=64), unroll:t(factor=2, var=t), rebalance_registers(producer=24)
 # lineage (candidate, move, author, measured time):
-#   #1 seed (seed) 8381.024 us
-#   #3 loads_to_tma_2 (search) 2233.264 us
-#   #26 block_rows_x2 (search) 1927.472 us
-#   #63 mma_to_wgmma (search) 994.496 us
-#   #145 elect_release (search) 986.800 us
-#   #196 defer_lane_reduction (search) 954.016 us
-#   #250 two_blocks_per_sm (search) 953.536 us
+#   #1 seed (seed) 8379.456 us
+#   #6 mma_to_wgmma (search) 7088.624 us
+#   #36 split_producer_ring (search) 1661.072 us
+#   #70 persistent (search) 1617.264 us
+#   #115 block_rows_x2 (search) 1156.000 us
+#   #189 block_rows_x2 (search) -
+#   #212 repair:rebalance_registers (repair) 962.128 us
+#   #256 stream_ring_shallower (search) 959.168 us
+#   #346 defer_lane_reduction (search) 932.432 us
+#   #460 unroll_main_2 (search) 901.376 us
+#   #603 resident_ring_double (search) 861.024 us
+#   #739 instr_n_64 (search) 860.640 us
 kernel kmeans_assign_naive {
   contract {
     math: "labels[b, n] = argmin_k (c_sq[b, k] - 2 sum_d x[b, n, d] c[b, k, d]), ties to the smallest k; c_sq[b, k] = sum_d c[b, k, d]^2"
     reference: "kernels.kmeans.reference.assign"
     symbol B { min: 1  max: 65536  doc: "independent problems" }
-    symbol N { min: 128  max: 67108864  doc: "points per problem" }
+    symbol N { min: 256  max: 67108864  doc: "points per problem" }
     symbol K { min: 128  max: 1048576  doc: "centroids per problem" }
     symbol D { min: 128  max: 128  value: 128  doc: "features (the kernel is specialized to it)" }
-    constraint { expr: N % 128 == 0  doc: "N comes in whole 128-point blocks" }
+    constraint { expr: N % 256 == 0  doc: "N comes in whole 256-point blocks" }
     constraint { expr: K % 128 == 0  doc: "K comes in whole 128-centroid tiles" }
     metric: label_agreement
     tolerance: 0.999
   }
   target: sm_90a
-  launch { grid: [N / 128, B]  min_blocks_per_sm: 2 }
+  launch { min_blocks_per_sm: 1  persistent: true }
   param x {
     kind: tensor
     dtype: bf16
@@ -55,127 +60,130 @@ kernel kmeans_assign_naive {
     align_bytes: 16
     doc: "nearest centroid of each point"
   }
-  region sX { space: shared  dtype: bf16  shape: [128, 128]  stages: 1  swizzle: 128b }
+  region sX { space: shared  dtype: bf16  shape: [256, 128]  stages: 2  swizzle: 128b }
   region sC { space: shared  dtype: bf16  shape: [128, 128]  stages: 2  swizzle: 128b }
   region sCsq { space: shared  dtype: f32  shape: [128]  stages: 2 }
   region score { space: register  dtype: f32  shape: [64, 128]  layout: wgmma_acc  owner: "main" }
   region best_v { space: register  dtype: f32  shape: [64]  layout: wgmma_rows  owner: "main" }
   region best_i { space: register  dtype: i32  shape: [64]  layout: wgmma_rows  owner: "main" }
-  barrier sX_full { kind: mbarrier  count: 1  arrivals: 1  tx_bytes: 32768 }
+  barrier sX_full { kind: mbarrier  count: 2  arrivals: 1  tx_bytes: 65536 }
   barrier full { kind: mbarrier  count: 2  arrivals: 1  tx_bytes: 33280 }
-  barrier empty { kind: mbarrier  count: 2  arrivals: 2 }
-  barrier release_sync { kind: named  count: 2  arrivals: 128 }
+  barrier empty { kind: mbarrier  count: 2  arrivals: 512 }
+  barrier sX_empty { kind: mbarrier  count: 2  arrivals: 512 }
   pipeline ring {
     stages: 2
     full: "full"
     empty: "empty"
     regions: ["sC", "sCsq"]
-    producer: "main"
+    producer: "load"
     consumers: ["main"]
   }
-  role main {
-    kind: compute
-    warpgroups: 2
+  pipeline sX_ring {
+    stages: 2
+    full: "sX_full"
+    empty: "sX_empty"
+    regions: ["sX"]
+    producer: "load"
+    consumers: ["main"]
+  }
+  role load {
+    kind: producer
+    warpgroups: 1
+    registers: 24
     branch {
       cond: thread == 0
       then_body {
         mbarrier_init { barrier: "sX_full" }
+        mbarrier_init { barrier: "sX_empty" }
         mbarrier_init { barrier: "full" }
         mbarrier_init { barrier: "empty" }
         fence { kind: mbarrier_init }
       }
     }
     block_sync {}
-    fill { dst: best_v  value: inf }
-    fill { dst: best_i }
-    branch {
-      cond: thread == 0
-      then_body {
-        mbarrier_expect_tx { barrier: sX_full[0]  bytes: 32768 }
-        tma_load { src: x[block.y, block.x * 128, 0]  dst: sX  barrier: sX_full[0] }
-      }
-    }
-    loop t_fill in 0 .. 1 {
+    loop tile in 0 .. N / 256 * B {
+      kind: persistent
+      counter: "it"
       branch {
-        cond: t_fill < K / 128
+        cond: warp == 0 && elected
         then_body {
-          branch {
-            cond: thread == 0
-            then_body {
-              mbarrier_wait { barrier: empty@round(t_fill) }
-              mbarrier_expect_tx { barrier: full@round(t_fill)  bytes: 33280 }
-              tma_load {
-                src: c[block.y, t_fill * 128, 0]
-                dst: sC@(t_fill % 2)
-                barrier: full@round(t_fill)
-              }
-              tma_load {
-                src: c_sq[block.y, t_fill * 128]
-                dst: sCsq@(t_fill % 2)
-                barrier: full@round(t_fill)
-              }
+          mbarrier_wait { barrier: sX_empty@round(it) }
+          mbarrier_expect_tx { barrier: sX_full@round(it)  bytes: 65536 }
+          tma_load {
+            src: x[tile / (N / 256), tile % (N / 256) * 256, 0]
+            dst: sX@(it % 2)
+            barrier: sX_full@round(it)
+          }
+          loop t in 0 .. K / 128 {
+            unroll: 2
+            mbarrier_wait { barrier: empty@round(it * (K / 128) + t) }
+            mbarrier_expect_tx { barrier: full@round(it * (K / 128) + t)  bytes: 33280 }
+            tma_load {
+              src: c[tile / (N / 256), t * 128, 0]
+              dst: sC@((it * (K / 128) + t) % 2)
+              barrier: full@round(it * (K / 128) + t)
+            }
+            tma_load {
+              src: c_sq[tile / (N / 256), t * 128]
+              dst: sCsq@((it * (K / 128) + t) % 2)
+              barrier: full@round(it * (K / 128) + t)
             }
           }
         }
       }
     }
-    mbarrier_wait { barrier: sX_full[0]  phase: 0 }
-    loop t in 0 .. K / 128 {
-      branch {
-        cond: thread == 0 && t + 1 < K / 128
-        then_body {
-          mbarrier_wait { barrier: empty@round(t + 1) }
-          mbarrier_expect_tx { barrier: full@round(t + 1)  bytes: 33280 }
-          tma_load {
-            src: c[block.y, (t + 1) * 128, 0]
-            dst: sC@((t + 1) % 2)
-            barrier: full@round(t + 1)
-          }
-          tma_load {
-            src: c_sq[block.y, (t + 1) * 128]
-            dst: sCsq@((t + 1) % 2)
-            barrier: full@round(t + 1)
-          }
+  }
+  role main {
+    kind: consumer
+    warpgroups: 4
+    registers: 112
+    block_sync {}
+    loop tile in 0 .. N / 256 * B {
+      kind: persistent
+      counter: "it"
+      fill { dst: best_v  value: inf }
+      fill { dst: best_i }
+      mbarrier_wait { barrier: sX_full@round(it) }
+      loop t in 0 .. K / 128 {
+        unroll: 2
+        mbarrier_wait { barrier: full@round(it * (K / 128) + t) }
+        mma {
+          kind: wgmma
+          a: sX@(it % 2)[warpgroup * 64 +: 64, 0 +: 128]
+          b: sC@((it * (K / 128) + t) % 2)
+          acc: score
+          accumulate: 0
+          instr_shape: [64, 64, 16]
         }
+        mma_wait {}
+        elementwise { op: fma  dst: score  srcs: [score, -2.0, sCsq@((it * (K / 128) + t) % 2)] }
+        arg_reduce {
+          op: argmin
+          src: score
+          axis: 1
+          index_base: t * 128
+          values: best_v
+          indices: best_i
+          scope: thread
+          accumulate: true
+        }
+        mbarrier_arrive { barrier: empty@round(it * (K / 128) + t) }
       }
-      mbarrier_wait { barrier: full@round(t) }
-      mma {
-        kind: wgmma
-        a: sX[warpgroup * 64 +: 64, 0 +: 128]
-        b: sC@(t % 2)
-        acc: score
-        accumulate: 0
-      }
-      mma_wait {}
-      elementwise { op: fma  dst: score  srcs: [score, -2.0, sCsq@(t % 2)] }
+      mbarrier_arrive { barrier: sX_empty@round(it) }
       arg_reduce {
         op: argmin
-        src: score
+        src: best_v
         axis: 1
-        index_base: t * 128
+        index_base: 0
         values: best_v
         indices: best_i
-        scope: thread
+        scope: lanes
         accumulate: true
       }
-      named_barrier_sync { barrier: "release_sync"  index: warpgroup }
-      branch {
-        cond: warp % 4 == 0 && elected
-        then_body {
-          mbarrier_arrive { barrier: empty@round(t) }
-        }
+      copy {
+        src_tile: best_i
+        dst_global: labels[tile / (N / 256), tile % (N / 256) * 256 + warpgroup * 64]
       }
     }
-    arg_reduce {
-      op: argmin
-      src: best_v
-      axis: 1
-      index_base: 0
-      values: best_v
-      indices: best_i
-      scope: lanes
-      accumulate: true
-    }
-    copy { src_tile: best_i  dst_global: labels[block.y, block.x * 128 + warpgroup * 64] }
   }
 }
