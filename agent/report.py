@@ -58,21 +58,6 @@ def write_best(run_dir, store, best, cuda, what):
     return written
 
 
-DATASET = "measured.jsonl"
-
-
-def write_dataset(run_dir, store):
-    """measured.jsonl: every measured candidate with its IR hash and text, features, prediction, measured times,
-    device and toolchain (store.measured_dataset), one JSON object a line; nothing when nothing was measured."""
-    rows = store.measured_dataset()
-    if not rows:
-        return None
-    with open(os.path.join(run_dir, DATASET), "w") as f:
-        for row in rows:
-            f.write(json.dumps(row, sort_keys=True, default=str) + "\n")
-    return DATASET
-
-
 def _evaluation_order(store):
     rows = store.db.execute("SELECT fitness_s FROM candidates WHERE fitness_s IS NOT NULL ORDER BY finished_at, id")
     return [r[0] for r in rows]
@@ -192,7 +177,6 @@ def write(run_dir, store, task, mode_line, stop_reason, bandit, cuda=None, cuda_
             "`%s`" % files[k] for k in ("cake", "cu") if k in files), "", "```", best["ir_text"].rstrip(), "```"]
         lines += ["", "## Generated CUDA", ""]
         lines += ["```cuda", cuda.rstrip(), "```"] if cuda else [cuda_note or "Not compiled."]
-    write_dataset(run_dir, store)
     with open(os.path.join(run_dir, "summary.json"), "w") as f:
         json.dump(summary(store, task, mode_line, stop_reason, files), f, indent=1, default=str)
         f.write("\n")

@@ -71,18 +71,3 @@ def test_the_summary_holds_the_results_layout_fields(tmp_path):
     assert [p["best_ms"] for p in curve] == sorted((p["best_ms"] for p in curve), reverse=True)
     assert curve[-1]["best_ms"] == s["best"]["median_ms"]
 
-
-def test_every_measured_candidate_is_kept_with_its_hash_features_time_device_and_toolchain(tmp_path):
-    evolver, why, store, _ = measured_run(tmp_path, evaluations=6)
-    report.write(str(tmp_path), store, evolver.task, "fake GPU", why, evolver.bandit, cuda=None)
-    rows = [json.loads(line) for line in open(os.path.join(str(tmp_path), report.DATASET))]
-    measured = store.db.execute("SELECT candidate_id FROM measurements ORDER BY candidate_id").fetchall()
-    assert [r["id"] for r in rows] == [m[0] for m in measured] and len(rows) >= 6
-    for r in rows:
-        assert len(r["ir_hash"]) >= 16 and r["ir_text"].startswith("kernel ")
-        assert r["features"] and r["median_s"] > 0 and r["predicted_s"] > 0
-        assert r["detail"]  # the device (environment) and toolchain on the GPU; the fake evaluator says it is fake
-    empty = tmp_path / "empty"
-    empty.mkdir()
-    store.db.execute("DELETE FROM measurements")
-    assert report.write_dataset(str(empty), store) is None and not (empty / report.DATASET).exists()

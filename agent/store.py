@@ -227,23 +227,6 @@ class Store:
                                "JOIN measurements m ON m.candidate_id = p.candidate_id ORDER BY p.candidate_id")
         return [(json.loads(r["features"]), r["median_s"]) for r in rows if r["features"] != "{}"]
 
-    def measured_dataset(self):
-        """One dict per measured candidate, in candidate order: its IR hash and text, genome, tactic and parent,
-        the cost model's prediction and features, the measured times and the measurement's detail (the
-        device's environment, the toolchain that built it, the check it passed)."""
-        rows = self.db.execute(
-            "SELECT c.id, c.ir_hash, c.ir_text, c.genome, c.tactic, c.parent_id, p.predicted_s, p.bottleneck,"
-            " p.features, m.median_s, m.p10_s, m.p90_s, m.device_s, m.detail FROM candidates c"
-            " JOIN measurements m ON m.candidate_id = c.id LEFT JOIN predictions p ON p.candidate_id = c.id"
-            " ORDER BY c.id")
-        out = []
-        for r in rows:
-            row = dict(r)
-            row["features"] = json.loads(row["features"]) if row["features"] else {}
-            row["detail"] = json.loads(row["detail"])
-            out.append(row)
-        return out
-
     # -- tactic statistics, proposals, peers ---------------------------------------------
 
     def tactic_stats(self):
