@@ -14,6 +14,7 @@ decision, tactic statistics) lives there, so `run` on an existing store resumes.
 """
 
 import dataclasses
+import hashlib
 import random
 import time
 
@@ -194,6 +195,12 @@ class Evolver:
                 break
         return out
 
+    def tie_order(self, h):
+        """Where a candidate goes among equal predictions: a draw seeded by the run's seed and its IR hash,
+        so ties are explored in an order no structure favours (the candidate id would favour the oldest
+        lineage), the same on every resume and in every executor."""
+        return hashlib.sha256(("%d:tie:%s" % (self.settings.seed, h)).encode()).hexdigest()
+
     def repair_seed(self, h):
         """The seed of a candidate's repair draws: its IR hash (known before it has an id, to a worker too)."""
         return "%d:repair:%s" % (self.settings.seed, h)
@@ -217,15 +224,16 @@ class Evolver:
         return None
 
     def plan(self, analyzed, best):
-        """(row, measure?) for analyzed candidates, best predicted first: the `measure_top` best within the
-        margin of the best measured one (`best`: [that row] or []) are measured (the seed always), the rest pruned."""
+        """(row, measure?) for analyzed candidates, best predicted first (equal predictions in `tie_order`): the
+        `measure_top` best within the margin of the best measured one (`best`: [that row] or []) are measured (the
+        seed always), the rest pruned."""
         preds = {r["id"]: self.store.prediction(r["id"])["predicted_s"] for r in analyzed}
         bar = None
         if best:
             p = self.store.prediction(best[0]["id"])
             bar = p["predicted_s"] * (1 + self.task.prune_margin) if p else None
         out, measured = [], 0
-        for row in sorted(analyzed, key=lambda r: (preds[r["id"]], r["id"])):
+        for row in sorted(analyzed, key=lambda r: (preds[r["id"]], self.tie_order(r["ir_hash"]))):
             seed = row["tactic"] == "seed"
             measure = seed or not (measured >= self.task.measure_top or (bar is not None and preds[row["id"]] > bar))
             measured += measure

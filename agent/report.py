@@ -1,15 +1,18 @@
 """The run's report: report.md with PNG plots, the best IR, its generated CUDA, speedups and what was learned;
 summary.json, the run's numbers in the shape benchmarks/results/ keeps for agent runs (task, device
-seconds, the seed's, best's and peers' times in ms, the best-so-far curve); and the best kernel itself
+seconds, the seed's, best's and peers' times in ms, the cost model's prediction error over the measured
+candidates, the best-so-far curve); and the best kernel itself
 beside them, best.cake (its IR text) and best.cu (its generated CUDA), each headed by its lineage: every
 candidate from the seed to it, with the move that made it and its fitness."""
 
 import json
+import math
 import os
 
 from agent import bandit as bandit_mod
 from agent import plots
 from agent.genome import Genome
+from agent.learn import ranker
 from agent.progress import failures_text
 
 
@@ -91,8 +94,20 @@ def summary(store, task, mode_line, stop_reason, files=None):
                  "files": dict(files or {})} if best else None,
         "peers": {name: {"median_ms": _ms(p["median_s"]) if measured else None, "detail": json.loads(p["detail"])}
                   for name, p in sorted(store.peers().items())},
+        "prediction_error": prediction_error(store.predicted_and_measured()),
         "curve": curve,
     }
+
+
+def prediction_error(pairs):
+    """How well the analytic predictions ranked and sized the measured candidates: {"measured", "spearman",
+    "median_abs_log_error", "distinct_predictions"} over (id, predicted s, measured s) `pairs`; None when empty."""
+    pairs = [(p, m) for _, p, m in pairs if p and m and p > 0 and m > 0]
+    if not pairs:
+        return None
+    errors = sorted(abs(math.log(p / m)) for p, m in pairs)
+    return {"measured": len(pairs), "spearman": ranker.spearman([p for p, _ in pairs], [m for _, m in pairs]),
+            "median_abs_log_error": errors[len(errors) // 2], "distinct_predictions": len({p for p, _ in pairs})}
 
 
 def _tactic_table(bandit):
@@ -122,6 +137,12 @@ def write(run_dir, store, task, mode_line, stop_reason, bandit, cuda=None, cuda_
     if pairs:
         plots.predicted_vs_measured(pairs, os.path.join(run_dir, "predicted_vs_measured.png"))
         images.append("![predicted against measured time](predicted_vs_measured.png)")
+        err = prediction_error(pairs)
+        if err:
+            images.append("Cost model against the %d measured candidates: Spearman %s, median |log(predicted / "
+                          "measured)| %.3f, %d distinct predictions." % (
+                              err["measured"], "%.3f" % err["spearman"] if err["spearman"] is not None else "-",
+                              err["median_abs_log_error"], err["distinct_predictions"]))
     else:
         images.append("No predicted-against-measured plot: nothing was measured (%s)." % mode_line)
 

@@ -71,3 +71,19 @@ def test_the_summary_holds_the_results_layout_fields(tmp_path):
     assert [p["best_ms"] for p in curve] == sorted((p["best_ms"] for p in curve), reverse=True)
     assert curve[-1]["best_ms"] == s["best"]["median_ms"]
 
+
+def test_every_measured_run_reports_the_cost_models_prediction_error(tmp_path):
+    evolver, why, store, _ = measured_run(tmp_path, evaluations=6)
+    path = report.write(str(tmp_path), store, evolver.task, "fake GPU", why, evolver.bandit)
+    err = json.load(open(os.path.join(str(tmp_path), "summary.json")))["prediction_error"]
+    pairs = store.predicted_and_measured()
+    assert err["measured"] == len(pairs) >= 3 and err["distinct_predictions"] <= len(pairs)
+    assert -1.0 <= err["spearman"] <= 1.0 and err["median_abs_log_error"] >= 0.0
+    assert "Cost model against the %d measured candidates: Spearman" % len(pairs) in open(path).read()
+
+
+def test_prediction_error_over_known_pairs():
+    err = report.prediction_error([(1, 2e-3, 1e-3), (2, 4e-3, 2e-3), (3, 8e-3, 4e-3), (4, 0.0, 1e-3)])
+    assert err["measured"] == 3 and abs(err["spearman"] - 1.0) < 1e-12 and err["distinct_predictions"] == 3
+    assert abs(err["median_abs_log_error"] - 0.6931) < 1e-3  # every prediction twice the measured time
+    assert report.prediction_error([]) is None
