@@ -63,6 +63,14 @@ covers every in-loop state and every exit alignment; defects that need the
 ring to wrap (a refill before release, a missing release that deadlocks the
 producer) first show at t = S + 1, parity errors at t <= 2S + 1.
 
+**Forks.** Inputs that differ only in symbols the model reads in loop ends and
+branch conditions run the same ops in the same order until some thread class
+decides a loop's trips or a branch's arm differently (`protocol/forks.py`). So
+the longest input runs once, and each shorter one forks from its run there: a
+copy of the whole state runs on alone under that input's values. Each input
+finds, in as many steps, what running it alone would; the findings are
+reported in input order, as if the inputs had run one after another.
+
 **Threads.** Threads whose branch outcomes and synchronization-relevant values
 agree run as one weighted class (`threads.py`): conditions are partially
 evaluated with each thread's builtins, so under `warp == 0 && elected && t > 0`

@@ -66,6 +66,12 @@ class Access:
         self.replaced = ()  # the writes this one covered
         self.unit = unit  # (role, level, index) of the warpgroup, warp or thread that wrote its own part, or None
 
+    def copy(self):
+        new = Access.__new__(Access)
+        for name in Access.__slots__:
+            setattr(new, name, getattr(self, name))
+        return new
+
 
 class Loc:
     __slots__ = ("writes", "reads", "pending")
@@ -74,6 +80,13 @@ class Loc:
         self.writes = []
         self.reads = []
         self.pending = []  # (class, path, box): cp.async writes in flight
+
+    def copy(self):
+        new = Loc.__new__(Loc)
+        new.writes = list(self.writes)  # a write's record never changes once made; a read's is updated in place
+        new.reads = [r.copy() for r in self.reads]
+        new.pending = list(self.pending)
+        return new
 
 
 def overlaps(a, b):
@@ -146,6 +159,14 @@ class Memory:
         self.weights = weights  # class -> threads
         self.peer_syncs = peer_syncs  # class -> class clock when it last completed a barrier
         self.agent_class = agent_class  # agent -> the class whose threads it is, -1 for async units
+
+    def copy(self, proxy_fences, peer_syncs):
+        """A copy for a forked model state (simulate.Model.copy), reading its copies of the fences and syncs."""
+        new = Memory.__new__(Memory)
+        new.__dict__.update(self.__dict__)
+        new.proxy_fences, new.peer_syncs = proxy_fences, peer_syncs
+        new.locs = {key: loc.copy() for key, loc in self.locs.items()}
+        return new
 
     def _unsynced_peer(self, earlier, agent, inst):
         """Whether `earlier` was done by other threads of the accessing class with no barrier since."""

@@ -132,10 +132,12 @@ class _Compiler:
         self.values = []  # sync-relevant expressions of the role being compiled
         self.conds = []
         self.loops = []  # (var, counter) of the loops enclosing the node being compiled, outermost first
+        self.read = set()  # the names the model reads other than in loop ends and branch conditions (forks.py)
 
     def expr(self, e, relevant=True):
         if relevant:
             self.values.append(e)
+        self.read |= exprs.names(e)
         return exprs.compile_expr(e)
 
     def tile(self, ref, field):
@@ -153,6 +155,7 @@ class _Compiler:
             window = tuple((exprs.compile_expr(start), size) for start, size in starts)
             for start, _ in starts:
                 used |= exprs.names(start)
+            self.read |= used
         return Tile(index, facts, stage, name in self.ctx.pipeline_of_region, field, window, grain(used),
                     tuple(sorted(used - threads.THREAD)))
 
@@ -184,9 +187,14 @@ class _Compiler:
         if kind == "loop":
             n = Node("loop", path)
             n.var, n.counter = msg.var, msg.counter
-            n.start, n.end = self.expr(msg.start), self.expr(msg.end)
+            n.start = self.expr(msg.start)
+            self.values.append(msg.end)
+            n.end, n.end_names = exprs.compile_expr(msg.end), frozenset(exprs.names(msg.end))
             n.step = self.expr(msg.step) if msg.HasField("step") else None
             n.persistent = msg.kind == ir_pb2.LOOP_KIND_PERSISTENT
+            self.read |= {name for name in (msg.var, msg.counter) if name}
+            if n.persistent:
+                self.read |= {"block.x", "grid.x"}
             self.loops.append((msg.var, msg.counter))
             n.body = self.body(msg.body, path + ".body")
             self.loops.pop()
@@ -196,6 +204,9 @@ class _Compiler:
             self.conds.append(msg.cond)
             data = self.ctx.data_names(msg.cond, self.role_index)
             n.cond = _data_cond(msg.cond, set(data)) if data else exprs.compile_expr(msg.cond)
+            n.cond_names = frozenset(exprs.names(msg.cond))
+            if data:
+                self.read.add(DATA)
             n.scalar_reads = [(name, (self.scalars[name], 0)) for name in data]
             n.then = self.body(msg.then_body, path + ".then_body")
             n.els = self.body(msg.else_body, path + ".else_body")
@@ -339,10 +350,13 @@ def _box_elements(ref, region):
 
 
 def compile_roles(ctx):
-    """[(nodes, conds, values)] per role: the compiled body and the expressions that split its threads."""
-    out, facts = [], region_facts(ctx.kernel)
+    """([(nodes, conds, values)] per role: the compiled body and the expressions that split its threads; the names
+    the bodies read other than in loop ends and branch conditions: inputs that differ in no other name run alike
+    until a loop's trips or a branch's arm differ, forks.py)."""
+    out, facts, read = [], region_facts(ctx.kernel), set()
     for i, role in enumerate(ctx.kernel.roles):
         c = _Compiler(ctx, i, facts)
         nodes = c.body(role.body, "kernel.roles[%d].body" % i)
         out.append((nodes, c.conds, c.values))
-    return out
+        read |= c.read
+    return out, frozenset(read)

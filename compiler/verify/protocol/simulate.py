@@ -21,16 +21,17 @@ covers every reachable ring state), the model runs each role's thread classes
 The scheduler always steps the least advanced class (fewest ops executed)
 that can move, so classes progress in near lockstep: a producer that does
 not wait for releases overtakes its consumers the way it would on hardware.
-The first defect ends the model (later states depend on it); scenarios run in
-increasing trip count, so the defect is shown on the smallest input that has
-it. `run(ctx)` returns a ModelResult.
+The first defect ends the model (later states depend on it); scenarios are
+reported in increasing trip count, so the defect is shown on the smallest input
+that has it. Inputs that differ only in loop ends and branch conditions fork
+from the longest one's run (forks.py). `run(ctx)` returns a ModelResult.
 """
 
 from cake.ir.v1 import ir_pb2
 
 from compiler.ir import oprefs
 from compiler.verify import exprs, threads
-from compiler.verify.protocol import program
+from compiler.verify.protocol import forks, program
 from compiler.verify.protocol.data_ops import MMA_SYNC, DataOps
 from compiler.verify.protocol.happens_before import (
     MMA_AGENT,
@@ -50,6 +51,8 @@ MAX_STEPS = 50000
 MAX_CLASSES = 64
 # Stages beyond this are modelled as this many (resource rules reject such rings anyway).
 MAX_STAGES = 8
+# What _Runner.advance returns where inputs still to fork leave the run.
+FORK = object()
 
 
 class Skipped(Exception):
@@ -75,18 +78,26 @@ class _Rendezvous:
         self.done = False
         self.left = set()
 
+    def copy(self, same):
+        new = _Rendezvous.__new__(_Rendezvous)
+        new.expected, new.arrived, new.acc, new.done, new.left = (self.expected, set(self.arrived), self.acc,
+                                                                   self.done, set(self.left))
+        same[id(self)] = new
+        return new
+
 
 class _Runner:
     """One thread class executing its role's body."""
 
-    __slots__ = ("index", "steps", "cls", "agent", "base", "env", "iters", "vc", "units", "gen", "pending", "done",
-                 "stuck", "waits", "count", "mma_groups", "store_groups", "cp_groups", "init_fences", "regs_written",
-                 "regs_pending", "named", "held", "last_full", "rounds", "acquired", "slot_values", "pieces",
-                 "spreads", "rv", "syncs", "sync_reg")
+    __slots__ = ("index", "steps", "cls", "agent", "base", "env", "iters", "vc", "units", "body", "j", "loop", "trips",
+                 "trip", "shadows", "forks", "frames", "scenarios", "forking", "pending", "done", "stuck", "waits",
+                 "count", "mma_groups", "store_groups", "cp_groups", "init_fences", "regs_written", "regs_pending",
+                 "named", "held", "last_full", "rounds", "acquired", "slot_values", "pieces", "spreads", "rv", "syncs",
+                 "sync_reg")
 
-    def __init__(self, index, cls, nodes, env, agents, steps, agent, memo):
+    def __init__(self, index, cls, nodes, env, agents, steps, agent, memo, scenarios):
         self.index = index
-        self.steps = steps  # [ops and loop trips executed], shared by all classes and scenarios
+        self.steps = steps  # [ops and loop trips executed], shared by all classes of the run
         self.cls = cls
         self.agent = agent  # THREAD_AGENT / TMA_AGENT / ... -> agent index
         self.base = agent[THREAD_AGENT]
@@ -95,7 +106,13 @@ class _Runner:
         self.iters = []
         self.vc = [0] * agents
         self.units = {which: [0] * agents for which in agent if which != THREAD_AGENT}
-        self.gen = self._body(nodes)
+        # Where its walk is (advance): the body and next index, the innermost loop (None in a branch's body), that
+        # loop's trips (a range; None before its first), the trip it is on, the trips of inputs still to fork
+        # (sid -> range) and the trips where they leave it (trip -> [sid]); the enclosing ones in `frames`.
+        self.body, self.j, self.loop, self.trips, self.trip, self.shadows, self.forks = nodes, 0, None, None, -1, None, None
+        self.frames = []
+        self.scenarios = scenarios  # the inputs still to fork from this run (forks.py): sid -> their symbols' values
+        self.forking = ()  # the inputs that leave this run where advance returned FORK
         self.pending = None
         self.done = False
         self.stuck = False  # blocked, and nothing it waits for changed since it last tried
@@ -125,61 +142,180 @@ class _Runner:
         self.vc[self.base] += 1
         return self.vc[self.base]
 
-    def _body(self, nodes):
-        """The ops this class executes, in order: loops and branches are walked here (one generator frame, its
-        own stack of enclosing bodies, rather than a generator per nesting level)."""
-        env, iters, steps = self.env, self.iters, self.steps
-        stack = []  # (body, next index, its loop node or None, that loop's remaining (counter, value) pairs)
-        body, j, loop, trips = nodes, 0, None, None
+    def copy(self, model, sid, values, same):
+        """This class's copy in `model` (Model.copy) for input `sid`, running on under `values`: each loop it is in
+        takes that input's trips (recorded when it entered the loop)."""
+        new = _Runner.__new__(_Runner)
+        for name in _Runner.__slots__:  # then what ops change in place is copied
+            setattr(new, name, getattr(self, name))
+        new.steps = model.steps
+        new.env = dict(self.env)
+        new.env.update(values)
+        new.iters = list(self.iters)
+        new.vc = list(self.vc)
+        new.units = dict(self.units)
+        if self.shadows is not None and sid in self.shadows:
+            new.trips = self.shadows[sid]
+        new.shadows = new.forks = None
+        new.frames = [(body, j, loop, shadows[sid] if shadows is not None and sid in shadows else trips, trip, None,
+                       None) for body, j, loop, trips, trip, shadows, _ in self.frames]
+        new.scenarios, new.forking = model.scenarios, ()
+        new.waits = tuple(same.get(id(w), w) for w in self.waits)  # (a state no longer in use stays as it is)
+        new.mma_groups = list(self.mma_groups)
+        new.store_groups = list(self.store_groups)
+        new.cp_groups = list(self.cp_groups)
+        new.init_fences = list(self.init_fences)
+        new.regs_written = set(self.regs_written)
+        new.regs_pending = dict(self.regs_pending)
+        new.named = {key: (same[id(b)], gen) for key, (b, gen) in self.named.items()}
+        new.held = {p: {slot: list(h) for slot, h in slots.items()} for p, slots in self.held.items()}
+        new.last_full = dict(self.last_full)
+        new.rounds = dict(self.rounds)
+        new.acquired = dict(self.acquired)
+        new.slot_values = dict(self.slot_values)
+        return new
+
+    def advance(self):
+        """The next op this class executes, None once it finished, or FORK where the inputs still to fork
+        (forks.py) leave this run. Loops and branches are walked here with an explicit stack of enclosing bodies
+        (`frames`), so that forks.py can copy a class mid-walk; a loop's bounds are evaluated when its first trip
+        is decided."""
+        env, body, j = self.env, self.body, self.j
         while True:
-            if j == len(body):  # the end of a body: the next trip of its loop, or back to the enclosing body
-                if loop is not None:
-                    trip = next(trips, None)
-                    if trip is not None:
-                        i, v = trip
-                        steps[0] += 1
-                        if steps[0] > MAX_STEPS:
-                            raise Skipped("the model stopped after %d steps" % MAX_STEPS)
-                        env[loop.var] = v
-                        if loop.counter:
-                            env[loop.counter] = i
-                        iters[-1] = v
-                        j = 0
-                        continue
-                    iters.pop()
-                if not stack:
-                    return
-                body, j, loop, trips = stack.pop()
+            if j < len(body):
+                n = body[j]
+                j += 1
+                k = n.kind
+                if k == "loop":
+                    self.frames.append((body, j, self.loop, self.trips, self.trip, self.shadows, self.forks))
+                    self.iters.append(0)
+                    body, j = n.body, len(n.body)
+                    self.loop, self.trips, self.trip, self.shadows, self.forks = n, None, -1, None, None
+                elif k == "branch":
+                    for name, key in n.scalar_reads:
+                        if key not in self.regs_written:
+                            raise Violation("uninit_read", n.path,
+                                            "the condition reads register `%s` before anything has written it" % name)
+                    if self.scenarios and self.parts(n):
+                        self.body, self.j = body, j - 1  # the copies decide the branch themselves
+                        return FORK
+                    try:
+                        taken = n.cond(env)
+                    except exprs.ExprError as e:
+                        raise Violation("undefined", n.path, "branch condition has no value here (%s)" % e)
+                    self.frames.append((body, j, self.loop, self.trips, self.trip, self.shadows, self.forks))
+                    body, j = n.then if taken else n.els, 0
+                    self.loop = None
+                else:
+                    self.body, self.j = body, j
+                    return n
                 continue
-            n = body[j]
-            j += 1
-            k = n.kind
-            if k == "loop":
-                try:
-                    start, end = n.start(env), n.end(env)
-                    step = n.step(env) if n.step is not None else 1
-                    if n.persistent:
-                        start, step = start + env["block.x"], env["grid.x"]
-                except exprs.ExprError as e:
-                    raise Violation("undefined", n.path, "loop bounds have no value here (%s)" % e)
-                if step <= 0:
-                    raise Violation("undefined", n.path, "loop step %d is not positive" % step)
-                iters.append(0)
-                stack.append((body, j, loop, trips))
-                body, j, loop, trips = n.body, len(n.body), n, enumerate(range(start, end, step))
-            elif k == "branch":
-                for name, key in n.scalar_reads:
-                    if key not in self.regs_written:
-                        raise Violation("uninit_read", n.path,
-                                        "the condition reads register `%s` before anything has written it" % name)
-                try:
-                    taken = n.cond(env)
-                except exprs.ExprError as e:
-                    raise Violation("undefined", n.path, "branch condition has no value here (%s)" % e)
-                stack.append((body, j, loop, trips))
-                body, j, loop, trips = n.then if taken else n.els, 0, None, None
-            else:
-                yield n
+            loop = self.loop
+            if loop is not None:  # the end of a loop's body: its next trip, or out of it
+                trip = self.trip + 1
+                if trip == 0:
+                    if not self.scenarios:
+                        self.trips = bounds(loop, env)
+                    else:
+                        self.body, self.j = body, j
+                        if self.enter(loop):
+                            return FORK
+                elif self.forks is not None and trip in self.forks:
+                    live = [s for s in self.forks[trip] if s in self.scenarios]
+                    if live:
+                        self.body, self.j, self.forking = body, j, live
+                        return FORK
+                trips = self.trips
+                if trip < len(trips):
+                    self.steps[0] += 1
+                    if self.steps[0] > MAX_STEPS:
+                        raise Skipped("the model stopped after %d steps" % MAX_STEPS)
+                    self.trip = trip
+                    v = trips[trip]
+                    env[loop.var] = v
+                    if loop.counter:
+                        env[loop.counter] = trip
+                    self.iters[-1] = v
+                    j = 0
+                    continue
+                self.iters.pop()
+            if not self.frames:
+                self.body, self.j = body, j
+                return None
+            body, j, self.loop, self.trips, self.trip, self.shadows, self.forks = self.frames.pop()
+
+    def enter(self, loop):
+        """Evaluate the bounds of `loop`, entered now, and see where the inputs still to fork leave it: True
+        when some leave it here (self.forking), before it has bounds; else it records the trips they leave it
+        at (self.forks) and their own trips (self.shadows, which their forks take)."""
+        try:
+            trips = bounds(loop, self.env)
+        except Violation as v:
+            trips = v
+        shadows, forks, now = {}, {}, []
+        for sid, delta in self.scenarios.items():
+            if loop.end_names.isdisjoint(delta):
+                continue  # the same trips
+            scope = dict(self.env)
+            scope.update(delta)
+            try:
+                theirs = bounds(loop, scope)
+            except Violation:
+                now.append(sid)
+                continue
+            if isinstance(trips, Violation):
+                now.append(sid)
+            elif len(theirs) != len(trips):  # the same start and step: they part at the shorter's end
+                at = min(len(theirs), len(trips))
+                if at == 0:
+                    now.append(sid)
+                else:
+                    shadows[sid] = theirs
+                    forks.setdefault(at, []).append(sid)
+        if now:
+            self.forking = now
+            return True
+        if isinstance(trips, Violation):
+            raise trips
+        self.trips = trips
+        self.shadows, self.forks = shadows or None, forks or None
+        return False
+
+    def parts(self, branch):
+        """Whether some inputs still to fork take the other arm of `branch` (or its condition has no value for
+        them or here): then they leave here (self.forking), before it is decided."""
+        try:
+            taken = bool(branch.cond(self.env))
+        except exprs.ExprError:
+            taken = None
+        now = []
+        for sid, delta in self.scenarios.items():
+            if branch.cond_names.isdisjoint(delta):
+                continue
+            scope = dict(self.env)
+            scope.update(delta)
+            try:
+                theirs = bool(branch.cond(scope))
+            except exprs.ExprError:
+                theirs = None
+            if theirs is None or theirs != taken:
+                now.append(sid)
+        self.forking = now
+        return bool(now)
+
+
+def bounds(loop, env):
+    """The values a loop's variable takes under env (a range); a Violation when its bounds have none."""
+    try:
+        start, end = loop.start(env), loop.end(env)
+        step = loop.step(env) if loop.step is not None else 1
+        if loop.persistent:
+            start, step = start + env["block.x"], env["grid.x"]
+    except exprs.ExprError as e:
+        raise Violation("undefined", loop.path, "loop bounds have no value here (%s)" % e)
+    if step <= 0:
+        raise Violation("undefined", loop.path, "loop step %d is not positive" % step)
+    return range(start, end, step)
 
 
 class Prepared:
@@ -212,16 +348,22 @@ class Prepared:
 class Model(DataOps, SyncOps):
     """One scenario's execution state."""
 
-    def __init__(self, ctx, prepared, env, steps, chooser=None):
+    def __init__(self, ctx, prepared, env, steps, chooser=None, scenarios=None):
         self.ctx = ctx
         self.chooser = chooser  # a random.Random choosing the schedule (tests); None: the least advanced class first
         self.kernel = ctx.kernel
         classes = prepared.classes
         self.agents = len(prepared.agent_class)
-        self.steps = steps  # [steps so far], shared by every scenario of the kernel
+        self.steps = steps  # [steps so far]
+        # The inputs still to fork from this run (forks.py: sid -> their symbols' values where they differ), what
+        # each forked one found (sid -> (Violation, Skipped or None, steps)), and a check run after each fork (it
+        # may end this run early: forks.settle).
+        self.scenarios = scenarios if scenarios is not None else {}
+        self.outcomes = {}
+        self.settled = None
         self.runners = [
             _Runner(i, c, prepared.roles[c.role_index][0], env, self.agents, self.steps, prepared.agents[i],
-                    prepared.memo[i])
+                    prepared.memo[i], self.scenarios)
             for i, c in enumerate(classes)
         ]
         self.arrays = {}
@@ -253,34 +395,51 @@ class Model(DataOps, SyncOps):
 
     # -- scheduling ------------------------------------------------------------
 
-    def run(self):
-        """Step the least advanced class that can move (ties: declaration order) until all finish or none can."""
+    def pick(self):
+        """(class, budget, limit) of the class to run next: the least advanced one that can move (ties: declaration
+        order), until it is more advanced than the next one (as advanced, when declared after it): `limit` ops
+        executed, no budget; under a random schedule, any class that can move, for `budget` ops. None once every
+        class finished (and the end checks passed); raises the Violation when some are blocked and none can move."""
+        best = holder = None  # the least advanced movable class, and the next one
+        for r in self.runners:
+            if r.done or r.stuck:
+                continue
+            if best is None or r.count < best.count:
+                best, holder = r, best
+            elif holder is None or r.count < holder.count:
+                holder = r
+        if best is None:
+            if all(r.done for r in self.runners):
+                self.finish()
+                return None
+            self.diagnose()
+        limit = None if holder is None else holder.count + (0 if best.index > holder.index else 1)
+        if self.chooser is not None:  # another interleaving: any class that can move, for a few ops
+            r = self.chooser.choice(self.lockstep([x for x in self.runners if not (x.done or x.stuck)]))
+            return r, self.chooser.randint(1, 12), limit
+        return best, None, limit
+
+    def run(self, resume=None):
+        """Step the least advanced class that can move (ties: declaration order) until all finish or none can.
+        `resume`: (class index, limit) of the class a fork of this state was running (copy)."""
         runners = self.runners
         steps = self.steps
         woken = self.woken  # one list, filled by the op being executed, emptied after it
         while True:
-            best = holder = None  # the least advanced movable class, and the next one
-            for r in runners:
-                if r.done or r.stuck:
-                    continue
-                if best is None or r.count < best.count:
-                    best, holder = r, best
-                elif holder is None or r.count < holder.count:
-                    holder = r
-            if best is None:
-                if all(r.done for r in runners):
-                    self.finish()
+            if resume is not None:
+                r, budget, limit = runners[resume[0]], None, resume[1]
+                resume = None
+            else:
+                picked = self.pick()
+                if picked is None:
                     return
-                self.diagnose()
-            r, budget = best, None
-            # r stops once it is more advanced than `holder` (as advanced, when declared after it).
-            limit = None if holder is None else holder.count + (0 if r.index > holder.index else 1)
-            if self.chooser is not None:  # another interleaving: any class that can move, for a few ops
-                r = self.chooser.choice(self.lockstep([x for x in runners if not (x.done or x.stuck)]))
-                budget = self.chooser.randint(1, 12)
+                r, budget, limit = picked
             # Run `r` until another class is less advanced (or ties and comes first), it blocks, or state changes.
             while True:
-                node = r.pending or next(r.gen, None)
+                node = r.pending or r.advance()
+                if node is FORK:
+                    self.split(r, limit)
+                    continue
                 if node is None:
                     r.done = True
                     break
@@ -315,6 +474,44 @@ class Model(DataOps, SyncOps):
                         break
                 elif not ok or (limit is not None and r.count >= limit):
                     break  # another class is less advanced now (or as advanced, and declared first)
+
+    # -- forks (forks.py) ----------------------------------------------------------
+
+    def outcome(self, resume=None):
+        """(Violation, Skipped or None, the step count at the end): run to the end."""
+        try:
+            self.run(resume)
+        except (Violation, Skipped) as e:
+            return e, self.steps[0]
+        return None, self.steps[0]
+
+    def split(self, r, limit):
+        """Class r (running for `limit` ops) decides a loop's trips here differently for the inputs r.forking: run
+        each of them on from a copy of this state, then carry on (unless that settles the model)."""
+        for sid in r.forking:
+            self.outcomes[sid] = self.copy(sid, self.scenarios.pop(sid)).outcome((r.index, limit))
+        r.forking = ()
+        self.settled(self.outcomes)
+
+    def copy(self, sid, values):
+        """A copy of this state that runs on as input `sid` under `values` (symbol -> value where its input differs) and forks
+        nothing. What ops only read (the kernel, compiled bodies, caches keyed by the values they depend on) is
+        shared; the barrier states blocked classes wait on are mapped to their copies (`same`)."""
+        new = Model.__new__(Model)
+        new.__dict__.update(self.__dict__)
+        new.steps = [self.steps[0]]
+        new.scenarios, new.outcomes, new.settled = {}, {}, None
+        new.woken = []  # (empty between ops)
+        same = {}
+        new.arrays = {i: a.copy(same) for i, a in self.arrays.items()}
+        new.named = {key: b.copy(same) for key, b in self.named.items()}
+        new.block = self.block.copy(same)
+        new.rendezvous = {key: rv.copy(same) for key, rv in self.rendezvous.items()}
+        new.proxy_fences = [list(f) for f in self.proxy_fences]
+        new.peer_syncs = list(self.peer_syncs)
+        new.memory = self.memory.copy(new.proxy_fences, new.peer_syncs)
+        new.runners = [r.copy(new, sid, values, same) for r in self.runners]
+        return new
 
     def lockstep(self, movable):
         """The movable classes no movable class of one of their warps is behind: the lanes of a warp run one
@@ -634,7 +831,7 @@ def run(ctx, chooser=None):
     random.Random) schedules the classes at random instead: the findings must not depend on the schedule."""
     if ctx.block_threads > ctx.threads_per_block_max or ctx.block_threads == 0:
         return ModelResult(skipped="the block has %d threads" % ctx.block_threads)
-    roles = program.compile_roles(ctx)
+    roles, read = program.compile_roles(ctx)
     classes = []
     for i, (nodes, conds, values) in enumerate(roles):
         classes += threads.role_classes(i, ctx.spans[i].threads, conds, values)
@@ -649,15 +846,39 @@ def run(ctx, chooser=None):
     # Data-dependent conditions (program.py) hold everywhere, then nowhere: each input runs under both.
     data = any(ctx.data_names(s.msg.cond, s.role_index) for s in ctx.sites("branch"))
     policies = (1, 0) if data else (None,)
-    done, steps = [], [0]
-    for t, env in scenarios:
-        for policy in policies:
-            run_env = env if policy is None else dict(env, **{program.DATA: policy})
-            done.append((t, run_env))
-            try:
-                Model(ctx, prepared, run_env, steps, chooser).run()
-            except Violation as v:
-                return ModelResult(violation=v, scenarios=done)
-            except Skipped as s:
-                return ModelResult(scenarios=done, skipped=str(s))
-    return ModelResult(scenarios=done)
+    runs = [(t, env if policy is None else dict(env, **{program.DATA: policy}))
+            for t, env in scenarios for policy in policies]
+    # Inputs that differ only in loop ends fork from the longest one's run (forks.py); random schedules run each.
+    groups = forks.groups(runs, read) if chooser is None else {}
+    base_of = {m: base for base, members in groups.items() for m in members}
+    outcomes, total = {}, 0  # run index -> (Violation, Skipped or None, steps it took)
+    for k in range(len(runs)):
+        if k not in outcomes:
+            outcomes.update(_run_group(ctx, prepared, runs, base_of.get(k, k), groups, total, chooser))
+        found, steps = outcomes[k]
+        total += steps
+        if total > MAX_STEPS:  # (a Skipped run took more steps than the budget left)
+            return ModelResult(scenarios=runs[:k + 1], skipped="the model stopped after %d steps" % MAX_STEPS)
+        if found is not None:
+            return ModelResult(violation=found, scenarios=runs[:k + 1])
+    return ModelResult(scenarios=runs)
+
+
+def _run_group(ctx, prepared, runs, base, groups, total, chooser):
+    """{run index: (Violation, Skipped or None, steps)} of run `base` and of the runs that fork from it, `total`
+    steps spent before the first of them (a run stops once the budget is spent, as when they ran in turn)."""
+    members = groups.get(base, {})
+    model = Model(ctx, prepared, runs[base][1], [total], chooser, dict(members))
+    order = sorted(members) + [base]
+    model.settled = lambda outcomes: forks.settle(order, outcomes)
+    out = {}
+    try:
+        found, steps = model.outcome()
+    except forks.Settled:  # an earlier input's finding ends the model: the rest are not needed
+        pass
+    else:
+        for m in [base] + list(model.scenarios):  # the base, and the inputs that never parted from it
+            out[m] = (found, steps - total)
+    for m, (f, steps) in model.outcomes.items():
+        out[m] = (f, steps - total)
+    return out

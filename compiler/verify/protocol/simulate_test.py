@@ -71,7 +71,7 @@ def test_each_warpgroup_syncs_on_its_own_named_barrier(warpgroups):
     k = warpgroup_sync(warpgroups)
     assert verify(k) == []
     ctx = Context(k)
-    ((nodes, conds, values),) = program.compile_roles(ctx)
+    ((nodes, conds, values),), _ = program.compile_roles(ctx)
     # The index reads only `warpgroup`: one class spans the warpgroups and reaches each of their barriers.
     (cls,) = threads.role_classes(0, ctx.spans[0].threads, conds, values)
     assert cls.weight == 128 * warpgroups

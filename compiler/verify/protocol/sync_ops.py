@@ -26,6 +26,15 @@ class MbarrierSlot:
         self.history = []  # per completed phase: (expect_tx paths, bytes expected, load paths, regions loaded)
         self.reset(arrivals, agents)
 
+    def copy(self, same):
+        new = MbarrierSlot.__new__(MbarrierSlot)
+        for name in MbarrierSlot.__slots__:  # clocks are replaced, never changed in place: shared
+            setattr(new, name, getattr(self, name))
+        new.arrives, new.expects, new.loads = list(self.arrives), list(self.expects), list(self.loads)
+        new.regions, new.history = set(self.regions), list(self.history)
+        same[id(self)] = new
+        return new
+
     def reset(self, arrivals, agents):
         self.pending = arrivals
         self.tx = 0  # expected minus delivered bytes
@@ -47,6 +56,13 @@ class MbarrierArray:
         self.init_fence = None  # the initialising class's first fence.mbarrier_init after it, once there is one
         self.slots = {}
 
+    def copy(self, same):
+        new = MbarrierArray.__new__(MbarrierArray)
+        new.__dict__.update(self.__dict__)
+        new.slots = {i: s.copy(same) for i, s in self.slots.items()}
+        same[id(self)] = new
+        return new
+
 
 class NamedBarrier:
     """A named barrier (or block_sync): arrivals of the current generation, released clocks, and how many
@@ -60,6 +76,13 @@ class NamedBarrier:
         self.released = {}
         self.who = []  # (op path, role, threads) of the current generation's arrivals
         self.roles = {}  # role -> the most threads it brought to one completed generation
+
+    def copy(self, same):
+        new = NamedBarrier.__new__(NamedBarrier)
+        new.__dict__.update(self.__dict__)  # clocks (acc, released ones) are replaced, never changed: shared
+        new.released, new.who, new.roles = dict(self.released), list(self.who), dict(self.roles)
+        same[id(self)] = new
+        return new
 
     def shares(self):
         """role -> (threads it brings to a generation, the first path it syncs at): the completed generations'

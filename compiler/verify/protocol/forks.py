@@ -1,0 +1,57 @@
+"""Inputs whose runs share a prefix: the protocol model runs them as forks of one run.
+
+The inputs of a kernel (inputs.py: every symbolic loop running t = 1 .. 2S + 1
+trips) differ in the symbols the loops are aimed with. Where the model reads
+those symbols only in loop ends (no start, step, window, stage, slot, phase,
+condition or grid size reads them: program.compile_roles says which names it
+reads elsewhere), two inputs execute the same ops in the same order, with the
+same effects, until some class decides a loop's trips differently. So the last
+input (the one with the most trips) runs, and each other input of its group
+forks from it there: simulate.Model.copy copies the state (the class that
+decided, mid-walk), and the copy runs on alone under that input's values. An
+input that never parts from it finds what it finds, in as many steps.
+
+Each input's finding, and the steps it took, are those of running it alone from
+its start; simulate.run reports them as if the inputs had run one after another
+(the first finding ends the model, the step budget counts every input's steps in
+turn).
+"""
+
+
+class Settled(Exception):
+    """Raised from a run once its group's outcome no longer depends on it (an earlier input found something)."""
+
+
+def groups(runs, fixed):
+    """{base: {member: values}}: for each run the runs after it do not fork from, the earlier runs that differ
+    from it only in names outside `fixed`, with their values of those names. `runs`: [(t, env)] in order."""
+    out, grouped = {}, set()
+    for base in range(len(runs) - 1, -1, -1):
+        if base in grouped:
+            continue
+        env = runs[base][1]
+        members = {}
+        for k in range(base):
+            if k in grouped:
+                continue
+            other = runs[k][1]
+            if other.keys() != env.keys():
+                continue
+            delta = {name: v for name, v in other.items() if env[name] != v}
+            if fixed.isdisjoint(delta):
+                members[k] = delta
+        if members:
+            out[base] = members
+            grouped |= members.keys()
+        grouped.add(base)
+    return out
+
+
+def settle(order, outcomes):
+    """Raise Settled when the first run of `order` (indices, in order) not known to be clean found something."""
+    for k in order:
+        found = outcomes.get(k)
+        if found is None:
+            return
+        if found[0] is not None:
+            raise Settled
