@@ -47,11 +47,13 @@ def groups(runs, fixed):
     return out
 
 
-def settle(order, outcomes):
-    """Raise Settled when the first run of `order` (indices, in order) not known to be clean found something."""
-    for k in order:
+def settle(needed, outcomes):
+    """Raise Settled once the runs `needed` (indices, in order) are known to be clean up to one that found
+    something, or all of them: what comes after no longer depends on the run going on."""
+    for k in needed:
         found = outcomes.get(k)
         if found is None:
             return
         if found[0] is not None:
-            raise Settled
+            break
+    raise Settled

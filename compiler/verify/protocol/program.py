@@ -120,6 +120,7 @@ class Node:
     def __init__(self, kind, path):
         self.kind = kind
         self.path = path
+        self.control = kind in ("loop", "branch")  # walked by the model, not executed
         self.collective = None  # "warp", "warpgroup", "role" or None
 
 

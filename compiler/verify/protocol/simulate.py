@@ -90,7 +90,7 @@ class _Runner:
     """One thread class executing its role's body."""
 
     __slots__ = ("index", "steps", "cls", "agent", "base", "env", "iters", "vc", "units", "body", "j", "loop", "trips",
-                 "trip", "shadows", "forks", "frames", "scenarios", "forking", "pending", "done", "stuck", "waits",
+                 "trip", "shadows", "forks", "frames", "scenarios", "varying", "forking", "pending", "done", "stuck", "waits",
                  "count", "mma_groups", "store_groups", "cp_groups", "init_fences", "regs_written", "regs_pending",
                  "named", "held", "last_full", "rounds", "acquired", "slot_values", "pieces", "spreads", "rv", "syncs",
                  "sync_reg")
@@ -112,6 +112,7 @@ class _Runner:
         self.body, self.j, self.loop, self.trips, self.trip, self.shadows, self.forks = nodes, 0, None, None, -1, None, None
         self.frames = []
         self.scenarios = scenarios  # the inputs still to fork from this run (forks.py): sid -> their symbols' values
+        self.varying = frozenset().union(*scenarios.values())  # the names they differ in
         self.forking = ()  # the inputs that leave this run where advance returned FORK
         self.pending = None
         self.done = False
@@ -159,7 +160,7 @@ class _Runner:
         new.shadows = new.forks = None
         new.frames = [(body, j, loop, shadows[sid] if shadows is not None and sid in shadows else trips, trip, None,
                        None) for body, j, loop, trips, trip, shadows, _ in self.frames]
-        new.scenarios, new.forking = model.scenarios, ()
+        new.scenarios, new.varying, new.forking = model.scenarios, frozenset(), ()
         new.waits = tuple(same.get(id(w), w) for w in self.waits)  # (a state no longer in use stays as it is)
         new.mma_groups = list(self.mma_groups)
         new.store_groups = list(self.store_groups)
@@ -180,7 +181,13 @@ class _Runner:
         (forks.py) leave this run. Loops and branches are walked here with an explicit stack of enclosing bodies
         (`frames`), so that forks.py can copy a class mid-walk; a loop's bounds are evaluated when its first trip
         is decided."""
-        env, body, j = self.env, self.body, self.j
+        body, j = self.body, self.j
+        if j < len(body):  # the common case: the next op of the body
+            n = body[j]
+            if not n.control:
+                self.j = j + 1
+                return n
+        env = self.env
         while True:
             if j < len(body):
                 n = body[j]
@@ -196,7 +203,7 @@ class _Runner:
                         if key not in self.regs_written:
                             raise Violation("uninit_read", n.path,
                                             "the condition reads register `%s` before anything has written it" % name)
-                    if self.scenarios and self.parts(n):
+                    if self.scenarios and not n.cond_names.isdisjoint(self.varying) and self.parts(n):
                         self.body, self.j = body, j - 1  # the copies decide the branch themselves
                         return FORK
                     try:
@@ -854,7 +861,11 @@ def run(ctx, chooser=None):
     outcomes, total = {}, 0  # run index -> (Violation, Skipped or None, steps it took)
     for k in range(len(runs)):
         if k not in outcomes:
-            outcomes.update(_run_group(ctx, prepared, runs, base_of.get(k, k), groups, total, chooser))
+            base = base_of.get(k, k)
+            members = {m: values for m, values in groups.get(base, {}).items() if m not in outcomes}
+            # The run settles once it found what the inputs before the next one it does not serve found.
+            upto = next((i for i in range(k, len(runs)) if i != base and i not in members), len(runs))
+            outcomes.update(_run_group(ctx, prepared, runs, base, members, upto, total, chooser))
         found, steps = outcomes[k]
         total += steps
         if total > MAX_STEPS:  # (a Skipped run took more steps than the budget left)
@@ -864,17 +875,17 @@ def run(ctx, chooser=None):
     return ModelResult(scenarios=runs)
 
 
-def _run_group(ctx, prepared, runs, base, groups, total, chooser):
-    """{run index: (Violation, Skipped or None, steps)} of run `base` and of the runs that fork from it, `total`
-    steps spent before the first of them (a run stops once the budget is spent, as when they ran in turn)."""
-    members = groups.get(base, {})
+def _run_group(ctx, prepared, runs, base, members, upto, total, chooser):
+    """{run index: (Violation, Skipped or None, steps)} of run `base` and of the runs `members` that fork from it,
+    as far as those before `upto` need (the rest wait for another run), `total` steps spent before (a run stops
+    once the budget is spent, as when they ran in turn)."""
     model = Model(ctx, prepared, runs[base][1], [total], chooser, dict(members))
-    order = sorted(members) + [base]
-    model.settled = lambda outcomes: forks.settle(order, outcomes)
+    needed = [m for m in sorted(members) + [base] if m < upto]
+    model.settled = lambda outcomes: forks.settle(needed, outcomes)
     out = {}
     try:
         found, steps = model.outcome()
-    except forks.Settled:  # an earlier input's finding ends the model: the rest are not needed
+    except forks.Settled:  # what the inputs before `upto` find is known (or an earlier one's finding ends the model)
         pass
     else:
         for m in [base] + list(model.scenarios):  # the base, and the inputs that never parted from it

@@ -13,8 +13,10 @@ from compiler.verify.registry import Finding, rule
 _DOTTED = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)+\Z")
 
 
-def _scoped_exprs(ctx):
-    """(path, Expr, loop variables in scope, role index or None) for every expression of the kernel."""
+def _scoped_exprs(ctx, known):
+    """(path, Expr, loop variables in scope, role index or None) for every expression of the kernel that may read
+    a name outside `known` (an op whose expressions read only known names, loop variables in scope and its role's
+    register scalars is passed over whole)."""
     k = ctx.kernel
     for i, c in enumerate(k.contract.constraints):
         yield "kernel.contract.constraints[%d]" % i, c.expr, (), None
@@ -26,8 +28,10 @@ def _scoped_exprs(ctx):
     for site in ctx.ops:
         if site.msg is None:
             continue
-        for _, _, e in ctx.expressions(site.path, site.msg):
-            yield site.path, e, site.loop_vars, site.role_index
+        names = ctx.names_read(site.path, site.msg) - known
+        if names and not names <= set(site.loop_vars) | ctx.scalars[site.role_index].keys():
+            for _, _, e in ctx.expressions(site.path, site.msg):
+                yield site.path, e, site.loop_vars, site.role_index
 
 
 @rule(
@@ -40,7 +44,7 @@ def declared_names(ctx):
     known = ctx.static_names
     # Register scalars read by another role are the ownership rule's (CAKE-STRUCT-010) to report.
     anyone = set().union(*ctx.scalars)
-    for path, e, scope, role in _scoped_exprs(ctx):
+    for path, e, scope, role in _scoped_exprs(ctx, known):
         own = ctx.scalars[role].keys() if role is not None else ()
         for name in sorted(exprs.names(e) - known - set(scope) - set(own)):
             if role is not None and name in anyone:
