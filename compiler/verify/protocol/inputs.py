@@ -76,12 +76,14 @@ class Binder:
         self._cache = {}
         self._scenarios = {}
         self._aims = {}  # (t, nested) -> the symbols _aimed found: scenarios(3) and scenarios(2S + 1) share them
+        self._tried = {}  # (loop path, env, adjusted symbols) -> the values _aim tried there (its `tried`)
         self._trips = {}  # (loop path, tiles) -> its compiled trip count
         launch = ctx.kernel.launch
         # The parts of `environment` that are the same for every input: scalar params, block indices, the grid.
         self._params = [p.name for p in ctx.kernel.params if p.kind == ir_pb2.PARAM_KIND_SCALAR]
         self._persistent = launch.persistent
         self._grid = [exprs.compile_expr(g) for g in launch.grid[:3]] if not launch.persistent else []
+        self._grid_names = set().union(*(exprs.names(g) for g in launch.grid[:3])) if self._grid else set()
 
     def candidates(self, name):
         """Valid values of one symbol in increasing order (single-symbol constraints only), found lazily."""
@@ -230,7 +232,8 @@ class Binder:
             if free:
                 adjusted.add(free[0])
                 trips = nested if site.loop_vars else t
-                self._aim(free[0], self.trips(site), trips, env, adjusted)
+                tried = self._tried.setdefault((site.path, tuple(sorted(env.items())), frozenset(adjusted)), {})
+                self._aim(free[0], self.trips(site), trips, env, adjusted, tried)
         return env
 
     def trips(self, site, tiles=False):
@@ -247,20 +250,34 @@ class Binder:
             free |= exprs.names(e)
         return sorted(n for n in free & set(self.symbols) if n not in adjusted and not self.symbols[n].HasField("value"))
 
-    def _aim(self, name, measure, t, env, adjusted):
+    def _aim(self, name, measure, t, env, adjusted, tried):
         """Raise symbol `name` of env through its valid values until measure(environment) >= t (symbols related
-        to it by a constraint follow, _repair)."""
+        to it by a constraint follow, _repair). `tried` keeps value -> (trial, its measure) for this env and
+        `adjusted`: aiming the same loop at the next trip count passes through the same values."""
         best, misses = None, 0
         unrelated = self._unrelated(name, env)
+        # Where no other symbol follows `name` and the grid does not read it, the trials' environments differ only
+        # in it: build one and set `name` in it for each trial.
+        scope = _Zero(self.environment(env)) if unrelated and name not in self._grid_names else None
         for v in itertools.islice(self.candidates(name), MAX_AIMED):
-            trial = dict(env, **{name: v}) if unrelated else self._repair(dict(env, **{name: v}), adjusted | {name})
+            hit = tried.get(v)
+            if hit is None:
+                if scope is not None:
+                    scope[name] = v
+                    hit = (dict(env, **{name: v}), measure.scoped(scope))
+                else:
+                    trial = dict(env, **{name: v}) if unrelated else self._repair(dict(env, **{name: v}),
+                                                                                  adjusted | {name})
+                    hit = (trial, None if trial is None else measure(self.environment(trial)))
+                tried[v] = hit
+            trial, reached = hit
             if trial is None:
                 misses += 1
                 if best is not None and misses >= MAX_MISSES:
                     break
                 continue
             best, misses = trial, 0
-            if measure(self.environment(trial)) >= t:
+            if reached >= t:
                 break
         if best is not None:
             adjusted |= {n for n in best if best[n] != env[n]}
@@ -342,7 +359,9 @@ def trips_fn(loop, tiles=False):
     persistent = loop.kind == ir_pb2.LOOP_KIND_PERSISTENT
 
     def trips(env):
-        scope = _Zero(env)
+        return scoped(_Zero(env))
+
+    def scoped(scope):
         try:
             start, end = start_fn(scope), end_fn(scope)
             step = step_fn(scope) if step_fn is not None else 1
@@ -354,6 +373,7 @@ def trips_fn(loop, tiles=False):
             return 0
         return max(0, -(-(end - start) // step))
 
+    trips.scoped = scoped  # on a _Zero scope already built
     return trips
 
 
