@@ -2,14 +2,16 @@
 
 The inputs of a kernel (inputs.py: every symbolic loop running t = 1 .. 2S + 1
 trips) differ in the symbols the loops are aimed with. Where the model reads
-those symbols only in loop ends (no start, step, window, stage, slot, phase,
-condition or grid size reads them: program.compile_roles says which names it
-reads elsewhere), two inputs execute the same ops in the same order, with the
-same effects, until some class decides a loop's trips differently. So the last
-input (the one with the most trips) runs, and each other input of its group
-forks from it there: simulate.Model.copy copies the state (the class that
-decided, mid-walk), and the copy runs on alone under that input's values. An
-input that never parts from it finds what it finds, in as many steps.
+those symbols only in loop ends and branch conditions (no start, step, window,
+stage, slot, phase or grid size reads them: program.compile_roles says which
+names it reads elsewhere), two inputs execute the same ops in the same order,
+with the same effects, until some class decides a loop's trips or a branch's
+arm differently. So the last input (the one with the most trips) runs, and each
+other input of its group forks from it there: simulate.Model.copy copies the
+state (the class that decided, mid-walk), and the copy runs on alone under that
+input's values. An input that never parts from it finds what it finds, in as
+many steps. The run stops once what the inputs up to the next input it does not
+serve find is known (settle); a later member forks from a fresh run.
 
 Each input's finding, and the steps it took, are those of running it alone from
 its start; simulate.run reports them as if the inputs had run one after another
@@ -19,7 +21,7 @@ turn).
 
 
 class Settled(Exception):
-    """Raised from a run once its group's outcome no longer depends on it (an earlier input found something)."""
+    """Raised from a run once what the model reports no longer depends on it going on (settle)."""
 
 
 def groups(runs, fixed):
