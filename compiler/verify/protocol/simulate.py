@@ -855,7 +855,8 @@ def run(ctx, chooser=None):
     policies = (1, 0) if data else (None,)
     runs = [(t, env if policy is None else dict(env, **{program.DATA: policy}))
             for t, env in scenarios for policy in policies]
-    # Inputs that differ only in loop ends fork from the longest one's run (forks.py); random schedules run each.
+    # Inputs that differ only in loop ends and branch conditions fork from the longest one's run (forks.py); random
+    # schedules run each alone.
     groups = forks.groups(runs, read) if chooser is None else {}
     base_of = {m: base for base, members in groups.items() for m in members}
     outcomes, total = {}, 0  # run index -> (Violation, Skipped or None, steps it took)
