@@ -110,6 +110,34 @@ def test_a_server_whose_parent_blocked_the_signal_still_stops_on_it(sig, tmp_pat
         err.close()
 
 
+def _alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    with open("/proc/%d/stat" % pid) as f:  # a zombie has exited: only its parent's wait is missing
+        return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def test_a_server_outlives_no_owner_killed_with_sigkill(tmp_path):
+    """An agent killed with SIGKILL runs no exit handler: its server must notice and stop by itself."""
+    owner = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time\nfrom compiler.service.local import LocalServer\n"
+                               "s = LocalServer().start()\nprint(s.process.pid, flush=True)\ntime.sleep(600)"],
+        cwd=ROOT, env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)), stdout=subprocess.PIPE, text=True)
+    try:
+        server_pid = int(owner.stdout.readline())
+        assert _alive(server_pid)
+        owner.kill()
+        owner.wait()
+        _wait_for(lambda: not _alive(server_pid), timeout=30)
+    finally:
+        if owner.poll() is None:
+            owner.kill()
+            owner.wait()
+        owner.stdout.close()
+
+
 def test_a_remote_address_needs_tls_or_a_token():
     p, line = _start("--host", "0.0.0.0")
     assert line == "" and p.wait(30) == 2

@@ -6,7 +6,9 @@
 
 Runs `python -m compiler.service.main` with this interpreter and this process'
 import path, reads the bound port from its first stdout line, and keeps its
-stderr (JSON log lines) in a file. Keyword flags become command-line flags:
+stderr (JSON log lines) in a file. The server stops when this process dies
+(--parent-pid, so an agent killed with SIGKILL leaves no server running).
+Keyword flags become command-line flags:
 compile_workers=1 -> --compile-workers 1, insecure_allow_remote=True -> the bare
 flag; None and False are left out.
 """
@@ -35,6 +37,7 @@ def flag_args(flags):
 class LocalServer:
     def __init__(self, port=0, env=None, startup_timeout=60.0, **flags):
         main = __name__.rpartition(".")[0] + ".main"  # compiler.service.main (cake.compiler.service.main installed)
+        flags.setdefault("parent_pid", os.getpid())  # a killed owner leaves no server behind
         self.argv = [sys.executable, "-m", main, "--port", str(port)] + flag_args(flags)
         self.env = dict(os.environ, **(env or {}))
         self.env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)

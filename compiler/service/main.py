@@ -4,8 +4,9 @@ Prints the bound port alone on the first line of stdout (with --port 0 the syste
 picks one; tests read it), then logs JSON lines on stderr. Listens on 127.0.0.1
 unless --host says otherwise; a non-loopback host needs TLS (--tls-cert/--tls-key)
 or a bearer token (--token-file, or $CAKE_TOKEN) unless --insecure-allow-remote.
-SIGTERM or SIGINT: health turns NOT_SERVING, new calls are refused, in-flight calls
-get --grace-seconds to finish, and the process exits 0. It refuses to start (exit 2)
+SIGTERM or SIGINT (or, with --parent-pid, the death of the process that started it):
+health turns NOT_SERVING, new calls are refused, in-flight calls get --grace-seconds to
+finish, and the process exits 0. It refuses to start (exit 2)
 when the compile cache cannot be written, unless --no-cache.
 """
 
@@ -80,6 +81,9 @@ def parse_args(argv):
                     help="serve Measure: check and time kernels on this host's GPU in isolated workers (default: off)")
     ap.add_argument("--measure-backend", default=MEASURE_BACKEND,
                     help="factory of the measurer, 'package.module:function' (default: %(default)s)")
+    ap.add_argument("--parent-pid", type=int, default=0,
+                    help="stop as on SIGTERM once the process with this id is no longer this one's parent (the agent or "
+                         "test that started the server was killed): no server outlives its owner")
     ap.add_argument("--log-level", default="info")
     args = ap.parse_args(argv)
     if bool(args.tls_cert) != bool(args.tls_key):
@@ -152,7 +156,9 @@ def main(argv=None):
     # Python runs signal handlers in the main thread only, between bytecodes: a signal the kernel delivers
     # to one of gRPC's threads does not wake a long wait here, so wake every second to let the handler run.
     while not stop.wait(1.0):
-        pass
+        if args.parent_pid and os.getppid() != args.parent_pid:
+            log.info("parent gone", extra={"fields": {"event": "parent_gone", "parent_pid": args.parent_pid}})
+            break
     log.info("shutting down", extra={"fields": {"event": "shutdown", "grace_seconds": args.grace_seconds}})
     drained = server.shutdown(args.grace_seconds)
     log.info("stopped", extra={"fields": {"event": "stopped", "drained": drained}})
