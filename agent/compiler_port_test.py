@@ -190,8 +190,10 @@ def test_the_port_imports_nothing_of_the_compiler_but_the_service_clients():
 
 
 # What agent code may import of the compiler besides the port's clients: the IR and its text form, the target
-# facts, where CAKE writes, the corpus (the gate's programs), and the service client for the Measure RPC.
-SHARED = ("compiler.ir", "compiler.targets", "compiler.locations", "compiler.corpus", "compiler.service.client")
+# facts, where CAKE writes, the corpus (the gate's programs), the service client for the Measure RPC, and the host
+# record CPU benchmarks write (compiler/host.py, shared with the compiler's benchmarks).
+SHARED = ("compiler.ir", "compiler.targets", "compiler.locations", "compiler.corpus", "compiler.service.client",
+          "compiler.host")
 # Agent files that import compiler internals beyond SHARED: none (the outer loop's rule checks and refits, and
 # the tests' lowering-only builds, are service calls).
 LOCAL = set()

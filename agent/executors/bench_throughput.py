@@ -14,49 +14,18 @@ session's work; /proc/self/autogroup does, for root), recorded as `autogroup`.
 """
 
 import argparse
-import datetime
 import json
 import os
-import platform
 import sqlite3
 import subprocess
 import sys
 import tempfile
 import time
 
+from compiler import host
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 MODES = {"serial": ["--executor", "serial"], "local": ["--executor", "local"], "ray": ["--executor", "ray"]}
-
-
-def machine():
-    """The machine record: CPU, cores, load, Python and the packages that matter here, the commit."""
-    cpu = ""
-    try:
-        with open("/proc/cpuinfo") as f:
-            cpu = next((l.split(":", 1)[1].strip() for l in f if l.startswith("model name")), "")
-    except OSError:
-        pass
-    try:
-        import ray
-
-        ray_version = ray.__version__
-    except ImportError:
-        ray_version = None
-    commit = subprocess.run(["git", "-C", ROOT, "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
-    return {"cpu": cpu, "cores": os.cpu_count(), "python": platform.python_version(), "ray": ray_version,
-            "platform": platform.platform(), "load_average": list(os.getloadavg()), "cake_commit": commit,
-            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
-
-
-def _raise_priority():
-    """This session's autogroup at nice -20 (its children inherit it), or why not."""
-    try:
-        with open("/proc/self/autogroup", "w") as f:
-            f.write("-20")
-        with open("/proc/self/autogroup") as f:
-            return f.read().strip()
-    except OSError as e:
-        return "unchanged (%s)" % e
 
 
 def _wait_for_quiet(max_load, wait_s):
@@ -103,7 +72,7 @@ def main(argv=None):
     root = args.runs_root or tempfile.mkdtemp(prefix="cake-bench-")
     kdir = os.path.join(ROOT, "agent", "knowledge")
     doc = {"benchmark": "agent/executors/bench_throughput.py", "task": "kmeans-assign (cost model, no GPU)",
-           "machine": dict(machine(), autogroup=_raise_priority()), "modes": {}}
+           "machine": dict(host.record("ray"), autogroup=host.raise_priority()), "modes": {}}
     candidates = {}
     for name in args.modes:
         load_before = _wait_for_quiet(args.max_load, args.wait_s)

@@ -261,9 +261,9 @@ def main(argv=None):
         results.append(r)
     doc = {"label": args.label, "latencies_s": latencies, "cpu_per_gpu": CPU_PER_GPU, "results": results}
     if args.out:
-        from agent.executors.bench_throughput import machine
+        from compiler import host
 
-        doc["machine"] = machine()
+        doc["machine"] = host.record("ray")
         with open(args.out, "w") as f:
             json.dump(doc, f, indent=2, sort_keys=True)
             f.write("\n")

@@ -17,8 +17,6 @@ predictions, and the measured time of the candidate each would measure first.
 import argparse
 import hashlib
 import json
-import platform
-import subprocess
 
 from agent.learn import dataset, ranker
 
@@ -81,13 +79,11 @@ def main():
     ap.add_argument("--dataset", required=True)
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
-    import lightgbm
+    from compiler import host
 
     rows = dataset.read(args.dataset)
     result = {
-        "machine": {"host": platform.node(), "python": platform.python_version(), "lightgbm": lightgbm.__version__,
-                    "cake_commit": subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
-                                                  text=True).stdout.strip()},
+        "machine": host.record("lightgbm"),
         "how": __doc__.split("\n\n")[1].replace("\n", " "),
         "dataset": args.dataset, "params": ranker.PARAMS, "rounds": ranker.ROUNDS,
         "tasks": evaluate(rows),

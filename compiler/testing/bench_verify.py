@@ -96,8 +96,7 @@ def main(argv=None):
     print("median of medians %.2f ms; slowest %s %.2f ms; %d of %d at or above %.0f ms"
           % (statistics.median(medians.values()), worst[0], worst[1], len(above), len(medians), TARGET_MS))
     record = machine()  # its load average: other work on the machine inflates medians
-    record.update(load_average_before=load_before, load_average_after=record.pop("load_average"), nice=os.nice(0),
-                  autogroup=_autogroup())
+    record.update(load_average_before=load_before, load_average_after=record.pop("load_average"))
     report = {
         "what": "median wall time of compiler.verify.verify per corpus program (parsed once, source map included)",
         "machine": record,
@@ -116,17 +115,6 @@ def main(argv=None):
         json.dump(report, f, indent=2, sort_keys=True)
         f.write("\n")
     return 0 if worst[1] < TARGET_MS and not report["summary"]["checks_failed"] else 1
-
-
-def _autogroup():
-    """The run's scheduler autogroup and its niceness ("/autogroup-12 nice -20"): with autogroups (Linux's
-    default) `nice` ranks a process only within its session, and the group's niceness ranks it against the
-    other sessions sharing the cores. None where the kernel has no autogroups."""
-    try:
-        with open("/proc/self/autogroup") as f:
-            return f.read().strip()
-    except OSError:
-        return None
 
 
 if __name__ == "__main__":
