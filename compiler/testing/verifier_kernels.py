@@ -1,5 +1,5 @@
 """Small kernels for the verifier's tests: a TMA stage ring with knobs that break one thing at a time,
-a barrier whose waiter is lapped, per-warpgroup named barriers, and a branch on register data."""
+a ring whose consumers take turns, a barrier whose waiter is lapped, per-warpgroup named barriers, and a branch on register data."""
 
 from compiler.ir.builder import KernelBuilder
 from compiler.ir.expr import E
@@ -40,6 +40,44 @@ def ring(stages=2, release=True, wait_empty=True, empty_arrivals=32, expect_byte
             if release:
                 r.arrive(empty.round(i))
             with r.if_(r.thread == 0):
+                r.copy(v.all, y[i * 64])
+    return k.build()
+
+
+def alternating(stages):
+    """A producer warp fills a `stages`-deep TMA ring; two consumer warps take turns on its rounds (warp w
+    consumes rounds i = 2 j + w), each releasing what it consumed: sound only for an even depth."""
+    k = KernelBuilder("alternating", target="sm_90a")
+    n = k.symbol("N", min=128, max=1 << 16, doc="elements")
+    k.contract(math="y[i] = x[i]", reference="kernels.test.copy", metric="exact", tolerance=0.0)
+    k.require(n % 128 == 0, "whole pairs of tiles")
+    x = k.tensor("x", "f32", [n])
+    y = k.tensor("y", "f32", [n], access="write")
+    k.grid(1)
+    s = k.shared("s", "f32", [64], stages=stages)
+    v = k.registers("v", "f32", [64], layout="per_thread", owner="use")
+    full = k.mbarrier("full", arrivals=1, count=stages, tx_bytes=256)
+    empty = k.mbarrier("empty", arrivals=32, count=stages)
+    k.pipeline("ring", stages, full, empty, [s], producer="load", consumers=["use"])
+    with k.role("load", "producer", warps=1) as r:
+        with r.if_(r.thread == 0):
+            r.mbarrier_init(full)
+            r.mbarrier_init(empty)
+            r.fence("mbarrier_init")
+        r.block_sync()
+        with r.if_(r.elected):
+            with r.loop("i", 0, n // 64) as i:
+                r.wait(empty.round(i))
+                r.expect_tx(full.round(i), 256)
+                r.tma_load(x[i * 64], s[i % stages], full.round(i))
+    with k.role("use", "consumer", warps=2) as r:
+        r.block_sync()
+        with r.loop("j", 0, n // 128) as j:
+            i = j * 2 + r.warp
+            r.wait(full.round(i))
+            r.copy(s[i % stages], v.all)
+            r.arrive(empty.round(i))
+            with r.if_(r.lane == 0):
                 r.copy(v.all, y[i * 64])
     return k.build()
 

@@ -69,19 +69,20 @@ def slab_width(d):
 def rings(q, d, k, block_n, row_groups, interleave, seeded=False):
     """(stages, q_stages) of the deepest ring with which the rows kernel fits, or None.
 
-    One block of queries (every item has the same queries) needs one query buffer; a class's
-    next round comes (interleave - 1) * slabs + 1 rounds after its last, so the ring must span
-    it (schedules.min_stages). When the shallowest ring does not fit, none does: deeper rings
-    only add shared memory, and the registers do not depend on the ring.
+    One block of queries (every item has the same queries) needs one query buffer; interleaved
+    classes need a depth that is a multiple of their turns (schedules.stage_multiple). When the
+    shallowest ring does not fit, none does: deeper rings only add shared memory, and the
+    registers do not depend on the ring.
     """
     dk = slab_width(d)
-    shallowest = max(2, schedules.min_stages(interleave, d // dk))
+    step = schedules.stage_multiple(interleave, d // dk)
+    depths = [s for s in range(MAX_STAGES, 1, -1) if s % step == 0]
     kernel = dict(d=d, dk=dk, block_n=block_n, row_groups=row_groups, interleave=interleave, k=k, seeded=seeded)
-    if shallowest > MAX_STAGES or not _fits("rows", stages=shallowest, q_stages=1, **kernel):
+    if not depths or not _fits("rows", stages=depths[-1], q_stages=1, **kernel):
         return None
     q_options = (1,) if q <= 64 * row_groups else (2, 1)
     for q_stages in q_options:
-        for stages in range(MAX_STAGES, shallowest - 1, -1):
+        for stages in depths:
             if _fits("rows", stages=stages, q_stages=q_stages, **kernel):
                 return stages, q_stages
     return None
@@ -103,9 +104,10 @@ def rows_params(q, k, d, row_groups=None, interleave=None, block_n=None, seeded=
                 c = consumers // r
             if not 0 < r * c <= 4:
                 continue
-            if c > 1 and bn == 128:
-                # Interleaved classes on 128-row tiles faulted on the H200 (unspecified launch failure: one
-                # row group, two classes, Q = 128, M = 10M, in two runs, seeded and not); not run until found.
+            if c > 1 and bn == 128 and block_n is None:
+                # The planner's own choice interleaves classes on 64-row tiles only: on 128-row ones they were
+                # slower where the two were measured with the same classes (H200, knn_breakdown_h200.log: Q 16,
+                # M 4M, D 64, k 16 0.85 ms vs 0.52; Q 1, M 1M 0.26 vs 0.27). A variant may still name them.
                 continue
             fit = rings(q, d, k, bn, r, c, seeded)
             if fit is None:

@@ -5,7 +5,7 @@ from cake.compiler.v1 import diagnostics_pb2
 
 from compiler.targets import fits
 from compiler.verify import verify
-from kernels.knn import plan, schedules
+from kernels.knn import plan, schedules, variants
 
 
 @pytest.mark.parametrize("seeded", [False, True])
@@ -14,9 +14,10 @@ from kernels.knn import plan, schedules
 def test_rows_parameters_take_the_deepest_ring_that_fits(k, d, seeded):
     p = plan.rows_params(100_000, k, d, seeded=seeded)
     assert fits.fits(schedules.rows_sm90a(seeded=seeded, **p))
-    assert p["stages"] >= schedules.min_stages(p["interleave"], p["d"] // p["dk"])
-    if p["stages"] < plan.MAX_STAGES:
-        assert not fits.fits(schedules.rows_sm90a(seeded=seeded, **dict(p, stages=p["stages"] + 1)))
+    step = schedules.stage_multiple(p["interleave"], p["d"] // p["dk"])
+    assert p["stages"] % step == 0
+    if p["stages"] + step <= plan.MAX_STAGES:
+        assert not fits.fits(schedules.rows_sm90a(seeded=seeded, **dict(p, stages=p["stages"] + step)))
 
 
 @pytest.mark.parametrize("k, d", [(10, 128), (24, 64), (32, 64), (16, 256)])
@@ -27,6 +28,33 @@ def test_the_planner_chooses_kernels_the_verifier_accepts(k, d):
     build = schedules.cols_sm90a if p.layout == "cols" else schedules.rows_sm90a
     errors = [x.id for x in verify(build(**p.kwargs)) if x.severity == diagnostics_pb2.SEVERITY_ERROR]
     assert errors == [], (p, errors)
+
+
+@pytest.mark.parametrize("q, m, d, k", [(128, 10_000_000, 128, 10), (300, 5_000_000, 200, 7), (4096, 4096, 512, 8),
+                                        (64, 20_000_000, 32, 5), (16, 4_000_000, 64, 16)])
+def test_every_variant_plans_a_kernel_the_verifier_accepts(q, m, d, k):
+    # Interleaved classes on a ring whose depth is not a multiple of their turns (one row group, two classes,
+    # 128-row tiles, 5 stages at Q 128, M 10M) faulted on the H200; the verifier refuses such rings (CAKE-SYNC-008).
+    width = -(-d // 8) * 8
+    checked = set()
+    for v, p in variants.admitted(1, q, m, width, k).items():
+        if (p, v.seed) in checked:
+            continue
+        checked.add((p, v.seed))
+        build = schedules.rows_sm90a if p.layout == "rows" else schedules.cols_sm90a
+        errors = [(x.id, x.path) for x in verify(build(seeded=v.seed, **p.kwargs))
+                  if x.severity == diagnostics_pb2.SEVERITY_ERROR]
+        assert errors == [], (v.name, p.kwargs, errors)
+    assert checked
+
+
+def test_interleaved_rings_are_whole_turns_deep():
+    with pytest.raises(ValueError, match="multiple of 2, got 5"):
+        schedules.rows_sm90a(d=128, block_n=128, stages=5, q_stages=2, row_groups=1, interleave=2)
+    with pytest.raises(ValueError, match="multiple of 4, got 6"):
+        schedules.rows_sm90a(d=512, dk=256, block_n=64, stages=6, q_stages=1, row_groups=1, interleave=2)
+    p = variants.BY_NAME["rows_r1_c2_n128+noseed"].plan(1, 128, 10_000_000, 128, 10)
+    assert p.kwargs["stages"] % 2 == 0
 
 
 def test_few_queries_spread_over_interleaved_warpgroups_and_many_over_row_groups():

@@ -99,13 +99,18 @@ def _score_contract(kb, d, k, metric, exclude_self, lists_per_range, dtype, seed
     return b, q_n, m, dd, s, t, q, x, col, part_v, part_i, seed
 
 
-def min_stages(interleave, chunks):
-    """The shallowest ring of a rows kernel with `interleave` classes and `chunks` slabs per tile.
+def stage_multiple(interleave, chunks):
+    """What the ring depth of a rows kernel with `interleave` classes and `chunks` slabs per tile is a multiple of.
 
-    A class waits on a ring round (interleave - 1) * chunks + 1 after its previous one: with fewer
-    stages a slot could complete twice unseen and its phase parity would answer for another round.
+    A wait by parity tells its round from the slot's round two laps back only once the round one
+    lap back is known done. Interleaved classes take turns of `chunks` rounds, so the round a lap
+    before one of a class's rounds is that class's own (waited for, so done) only when the depth is
+    a multiple of interleave * chunks; otherwise it is another class's, still in flight when async
+    loads complete out of order, and the wait passes at once on the stale phase (the verifier's
+    CAKE-SYNC-008). A depth of 5 with two classes faulted on the H200 (unspecified launch failure at
+    Q = 128, M = 10M on 128-row tiles).
     """
-    return (interleave - 1) * chunks + 1
+    return interleave * chunks if interleave > 1 else 1
 
 
 def register_split(consumers):
@@ -163,9 +168,9 @@ def rows_sm90a(d=128, dk=None, block_n=64, stages=5, q_stages=2, row_groups=4, i
     consumers = row_groups * interleave
     block_q = 64 * row_groups
     chunks = d // dk
-    if stages < min_stages(interleave, chunks):
-        raise ValueError("interleave %d with %d slabs per tile needs at least %d stages, got %d"
-                         % (interleave, chunks, min_stages(interleave, chunks), stages))
+    if stages < 1 or stages % stage_multiple(interleave, chunks):
+        raise ValueError("interleave %d with %d slabs per tile needs a ring depth that is a multiple of %d, got %d"
+                         % (interleave, chunks, stage_multiple(interleave, chunks), stages))
     name = name or "knn_rows_sm90a"
     kb = KernelBuilder(name, target="sm_90a")
     b, q_n, m, dd, s, t, q, x, col, part_v, part_i, seed = _score_contract(kb, d, k, metric, exclude_self, interleave, dtype,

@@ -13,10 +13,9 @@ import dataclasses
 
 from kernels.knn import plan as planner
 
-# (row groups, interleave classes, block_n) of the rows variants. Interleaved classes run on 64-row
-# tiles only (plan.rows_params says why).
+# (row groups, interleave classes, block_n) of the rows variants.
 ROWS = ((2, 1, 128), (3, 1, 128), (3, 1, 64), (4, 1, 64), (2, 2, 64), (1, 4, 64), (1, 1, 64), (1, 2, 64), (2, 1, 64),
-        (1, 3, 64), (4, 1, 128), (1, 1, 128))
+        (1, 3, 64), (4, 1, 128), (1, 1, 128), (1, 2, 128))
 
 
 @dataclasses.dataclass(frozen=True)

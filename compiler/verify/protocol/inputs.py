@@ -147,8 +147,10 @@ class Binder:
             return []
         out, seen = [], set()
         # Loops nested in another run one trip, and two in one more input after t = 2: rounds multiply, and two
-        # trips show how one iteration's rounds follow the last's.
-        for t, nested in [(1, 1), (2, 1), (2, 2)] + [(t, 1) for t in range(3, max_trips + 1)]:
+        # trips show how one iteration's rounds follow the last's. One last input runs the outer loops once and
+        # the nested ones max_trips times: a ring lapped inside one outer iteration (consumers that take turns
+        # on its rounds wrap it there, where nothing orders them through the outer loop's own barriers).
+        for t, nested in [(1, 1), (2, 1), (2, 2)] + [(t, 1) for t in range(3, max_trips + 1)] + [(1, max_trips)]:
             if t > max_trips:
                 continue
             aimed = self._aims.get((t, nested))

@@ -5,7 +5,7 @@ import pytest
 from cake.ir.v1 import ir_pb2
 
 from compiler.ir.expr import E, as_expr
-from compiler.testing.verifier_kernels import lapping, ring, warpgroup_sync
+from compiler.testing.verifier_kernels import alternating, lapping, ring, warpgroup_sync
 from compiler.verify import threads, verify
 from compiler.verify.context import Context
 from compiler.verify.protocol import program, simulate
@@ -41,6 +41,20 @@ def test_lapped_waiter_sees_another_rounds_phase():
     res = simulate.run(Context(lapping()))
     assert res.violation.kind == "phase_mismatch"
     assert res.violation.path == "kernel.roles[1].body[2].mbarrier_wait"
+
+
+@pytest.mark.parametrize("stages", [2, 3, 4, 5, 6])
+def test_consumers_taking_turns_need_a_ring_lap_of_their_own_rounds(stages):
+    # With an odd depth the round a lap before warp 0's round 2j is warp 1's, which warp 0 never waited for: on
+    # hardware it may still be in flight, and the slot's parity then reads as complete for warp 0 already (two
+    # interleaved KNN classes on a 5-deep ring faulted on the H200).
+    found = [(d.id, d.path) for d in verify(alternating(stages))]
+    if stages % 2 == 0:
+        assert found == []
+    else:
+        assert found == [("CAKE-SYNC-008", "kernel.roles[1].body[1].loop.body[0].mbarrier_wait")]
+        (d,) = verify(alternating(stages))
+        assert "without being ordered after any wait that observed completion 0 (round 0)" in d.message
 
 
 def test_too_many_thread_classes_skip_the_model_with_a_note():

@@ -17,12 +17,13 @@ class MbarrierSlot:
     """One mbarrier: completed phases, what the current phase still needs, who contributed."""
 
     __slots__ = ("ph", "pending", "tx", "acc", "last", "arrives", "expects", "loads", "expected", "regions", "seen",
-                 "history")
+                 "history", "observed")
 
     def __init__(self, arrivals, agents):
         self.ph = 0
         self.last = [0] * agents
         self.seen = 0  # completions some wait has observed
+        self.observed = {}  # completion -> [(agent, time)] of the waits that observed it
         self.history = []  # per completed phase: (expect_tx paths, bytes expected, load paths, regions loaded)
         self.reset(arrivals, agents)
 
@@ -415,12 +416,34 @@ class SyncOps:
                 "another round's phase" % (expect, array.decl.name, index, s.ph),
                 (("`%s` is declared here" % array.decl.name, array.path),),
             )
+        if expect is not None and expect > 0:
+            self.previous_observed(r, node, array, index, s, expect)
         r.vc = join(r.vc, s.last)
-        r.tick()
+        s.observed.setdefault(s.ph - 1, []).append((r.base, r.tick()))
         s.seen = max(s.seen, s.ph)
         r.acquired[(node.bar.array, index)] = s.ph - 1
         self.acquire(r, node, node.bar.array, index, s.ph - 1)
         return True
+
+    def previous_observed(self, r, node, array, index, s, expect):
+        """A wait by parity tells completion `expect` from `expect - 2` only once `expect - 1` is known done: some
+        wait that observed it must happen before this one (the waiter's own wait on the slot's previous round,
+        or another thread's, ordered by a release this thread acquired). Else, on hardware, a previous round
+        still in flight (async loads complete in any order) leaves the slot's parity at `expect`'s, and the
+        wait passes at once on the stale phase."""
+        if any(r.vc[agent] >= time for agent, time in s.observed.get(expect - 1, ())):
+            return
+        rnd = (expect - 1) * array.count + index
+        raise Violation(
+            "phase_mismatch", node.path,
+            "waits for completion %d of `%s`[%d] (round %d) without being ordered after any wait that observed "
+            "completion %d (round %d): while that round is still in flight the slot's parity already reads as "
+            "completed, and the wait passes on the older phase" % (expect, array.decl.name, index,
+                                                                   expect * array.count + index, expect - 1, rnd),
+            (("`%s` is declared here" % array.decl.name, array.path),),
+            "A thread waiting on some rounds of a ring only (interleaved consumers) must also have waited on the round "
+            "a ring lap before each of them: make the ring's depth a multiple of the rounds between its turns.",
+        )
 
     def named_targets(self, r, node):
         """[(key, state, name, threads)]: the named barriers an op's class reaches and with how many threads.
