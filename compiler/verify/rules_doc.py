@@ -46,7 +46,9 @@ would be consequences, not causes).
 stages, staged regions, barrier arrays addressed by round; capped at 8), an input
 on which every loop whose trip count depends on a symbol runs t trips (a loop
 nested in another runs one, and two in one more input after t = 2: rounds
-multiply, and two show how one iteration's rounds follow the last's); symbols a
+multiply, and two show how one iteration's rounds follow the last's; a last input
+runs the outer loops once and the nested ones 2S + 1 times, so a ring laps inside
+one outer trip, where the outer loop's own barriers order nothing); symbols a
 constraint relates to the one aimed follow it (KP >= K && KP < K + 128 moves K
 with KP). It runs block 0; a
 persistent launch is one block walking every tile.
@@ -90,7 +92,12 @@ completion they mean (`phases.py`), so an arrival landing on the wrong phase is
 an arrival-count error, not a later mystery, and a round that does not grow when
 its loop (or one outside it) moves on names a completion again: a round that starts
 over on every tile of a persistent loop is reported at the op using it, with a fix
-about the round expression (SYNC-008). A wait on a ring's `full` makes the thread
+about the round expression (SYNC-008). A wait by round must also be ordered after
+some wait that observed the slot's previous completion (its own, or one a release
+it acquired carries): until then that round may still be in flight (async loads
+complete in any order), the slot's parity already reads as complete, and the wait
+would pass on the older phase (SYNC-008: consumers taking turns on a ring whose
+depth is not a multiple of their turns). A wait on a ring's `full` makes the thread
 hold that slot until it releases it; its releases (arrivals on the ring's `empty`,
 MMA commits to it) must free slots it holds (PIPE-005). Named barriers and block_sync
 release when all their threads arrived. Each barrier of a named-barrier array is

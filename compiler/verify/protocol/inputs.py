@@ -4,8 +4,9 @@
 [min, max], a multiple of every `S % d == 0` the contract states, satisfying
 all constraints). `Binder.scenarios(T)` then derives, for t = 1 .. T, an
 input on which every loop whose trip count depends on a symbol runs t trips,
-a loop nested in another one trip, and two in one more input after t = 2 (or
-as close as the contract allows): the loops are visited in program order and
+a loop nested in another one trip, and two in one more input after t = 2, then
+one input with the outer loops at one trip and the nested ones at T (or as
+close as the contract allows): the loops are visited in program order and
 each adjusts the first symbol of its bounds not yet adjusted; symbols a
 constraint relates to it follow (KP >= K moves K along with KP).
 Scalar params are bound to 1; block indices to 0 (the model runs block 0); a
