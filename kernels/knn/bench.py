@@ -12,7 +12,7 @@ What is timed: cake all-pairs is `knn(x, x, k)` (norms computed in the call); ca
 that is what an index is for); flashlib is `flash_knn(q, x, k)` (L2 only; cosine through
 normalised rows, ip unsupported); torch is a chunked `mm` in f32 + `topk`.
 
-    python3 -m kernels.knn.bench [--out FILE] [--ops all_pairs,search,sweep] [--impls cake,flashlib,torch]
+    python3 -m kernels.knn.bench [--out FILE] [--ops all_pairs,search,sweep] [--rows 1,0,2] [--impls cake,flashlib,torch]
                                  [--variants] [--build-only] [--reps N]
 """
 
@@ -268,9 +268,9 @@ def child(name, shapes, reps, variants, seed, torch_sweep):
         print("RESULT " + json.dumps(row, default=str), flush=True)
 
 
-def build_all(shapes, workers, variants_everywhere=False):
-    """Build every kernel the cake rows (and their variants: at the headline shapes, or at every shape with
-    `variants_everywhere`) run, in parallel; returns the failures."""
+def build_all(shapes, workers, variant_shapes=()):
+    """Build every kernel the cake rows run (and every variant's at `variant_shapes`), in parallel; returns the
+    failures."""
     import torch
 
     from kernels.knn import api, dispatch
@@ -281,7 +281,7 @@ def build_all(shapes, workers, variants_everywhere=False):
         metric = api.METRICS[shape.get("metric", "l2")]
         sizes = (shape["B"], shape["Q"], shape["M"], shape["D"], shape["k"], metric)
         todo.update(dispatch.kernels_for(*sizes, dtype=dtype))
-        if variants_everywhere or shape in (ALL_PAIRS, SEARCH):
+        if shape in variant_shapes:
             for v in variant_plans(shape).values():
                 todo.update(dispatch.kernels_for(*sizes, dtype=dtype, config=v))
     with concurrent.futures.ProcessPoolExecutor(workers) as pool:
@@ -314,21 +314,25 @@ def main():
     ap.add_argument("--timeout", type=float, default=600, help="seconds per implementation before it counts as hung")
     ap.add_argument("--seed", type=int, default=20261201)
     ap.add_argument("--torch-sweep", action="store_true", help="also time torch mm + topk on the sweep (slow)")
+    ap.add_argument("--rows", default=None, help="comma-separated indices into the --ops shapes to run, in that order "
+                    "(a run split over several calls; default: all)")
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
-    shapes = [s for op in args.ops.split(",") for s in SETS[op]]
+    shapes = _selected([s for op in args.ops.split(",") for s in SETS[op]], args.rows)
     if args.build_only:
-        sys.exit(1 if build_all(shapes, args.workers) else 0)
+        sys.exit(1 if build_all(shapes, args.workers, _variant_shapes(shapes, args.variants)) else 0)
     if args.child:
         child(args.child, shapes, args.reps, args.variants, args.seed, args.torch_sweep)
         return
     names = args.impls.split(",")
     if "cake" in names or any(n.startswith("cake:") for n in names):
-        build_all(shapes, args.workers, variants_everywhere=False)  # in parallel, before any child compiles one by one
+        variant_rows = args.variants or any(n.startswith("cake:") for n in names)
+        build_all(shapes, args.workers, _variant_shapes(shapes, variant_rows))  # in parallel, before any child compiles
     rows = [{"shape": s, "impls": {}} for s in shapes]
     record = {}
     for name in [MACHINE] + names:
-        cmd = [sys.executable, "-m", "kernels.knn.bench", "--child", name, "--ops", args.ops, "--reps", str(args.reps),
+        cmd = [sys.executable, "-m", "kernels.knn.bench", "--child", name, "--ops", args.ops, "--rows", args.rows or "",
+               "--reps", str(args.reps),
                "--seed", str(args.seed)] + (["--variants"] if args.variants else []) + (
                    ["--torch-sweep"] if args.torch_sweep else [])
         try:
@@ -354,6 +358,23 @@ def main():
         print(json.dumps({"shape": _short(row["shape"]), **{
             n: round(e["median_ms"], 4) if "median_ms" in e else str(e.get("error") or e["check"]["message"])[:100]
             for n, e in row["impls"].items()}}), flush=True)
+
+
+def _variant_shapes(shapes, variants):
+    """The shapes at which --variants (or a `cake:<variant>` implementation) times variants: the headline ones."""
+    return [s for s in shapes if s in (ALL_PAIRS, SEARCH)] if variants else []
+
+
+def _selected(shapes, rows):
+    """The shapes that `rows` (comma-separated indices, or empty for all) picks, in its order; ValueError naming a bad one."""
+    if not rows:
+        return shapes
+    out = []
+    for text in rows.split(","):
+        if not text.strip().isdigit() or int(text) >= len(shapes):
+            raise ValueError("--rows takes indices 0..%d of the --ops shapes, got %r" % (len(shapes) - 1, text))
+        out.append(shapes[int(text)])
+    return out
 
 
 def _write(path, rows, record):
