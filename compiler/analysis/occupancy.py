@@ -28,8 +28,9 @@ def _round_up(value, unit):
 
 
 def shared_bytes_per_block(kernel):
-    """Shared memory one block uses, in bytes: lowering's layout (regions, padding, slots, scratch, mbarriers)."""
-    return smem_layout.layout(kernel).total
+    """Shared memory one block uses, in bytes: what its launch requests for lowering's layout (regions, padding,
+    slots, scratch, mbarriers, the base's alignment slack)."""
+    return smem_layout.layout(kernel).requested
 
 
 def threads_per_block(kernel):

@@ -13,6 +13,11 @@ In order, from offset 0 of the (1024-byte aligned) dynamic shared memory:
 - the mbarriers, 8-byte aligned, 8 bytes each;
 - the total, rounded up to 16.
 
+A launch requests the total plus TILE_ALIGN bytes (`requested`): the generated code aligns
+the carve-up's base to TILE_ALIGN at run time (compiler/lower/emit.py), so a block needs
+that slack on top of the layout. Whether a block fits compares what it requests with the
+target's maximum (a layout within the maximum but its request past it fails at launch).
+
 Garbage measures as zero (an unknown dtype has 0 bytes, a non-positive dim 0
 elements), so the verifier and the analysis always get an answer; lowering
 refuses such regions before it lays them out.
@@ -62,6 +67,16 @@ class Layout:
     scratch: tuple  # (role name, offset, cols) per role with a register tri_solve
     mbarriers: tuple  # (barrier index, offset) per mbarrier array
     total: int
+
+    @property
+    def requested(self):
+        """Dynamic shared memory a launch of the kernel requests: the total and the base's alignment slack."""
+        return requested(self.total)
+
+
+def requested(total):
+    """Dynamic shared memory a launch requests for a layout of `total` bytes (see the module docstring)."""
+    return total + TILE_ALIGN
 
 
 def tma_box(tile_shape, region):

@@ -16,9 +16,6 @@ _KINDS = {
     abi.TENSOR_MAP: artifact_pb2.ARG_KIND_TENSOR_MAP,
 }
 
-# Slack for aligning the shared-memory carve-up to the tiles' alignment at run time (see emit.py).
-ALIGN_SLACK = smem_layout.TILE_ALIGN
-
 
 def launch_metadata(ctx):
     k = ctx.kernel
@@ -28,7 +25,7 @@ def launch_metadata(ctx):
         blocks_per_sm=max(1, k.launch.min_blocks_per_sm),
         block=[ctx.threads, 1, 1],
         cluster=list(k.launch.cluster),
-        dynamic_shared_bytes=ctx.shared_bytes + ALIGN_SLACK,
+        dynamic_shared_bytes=smem_layout.requested(ctx.shared_bytes),
     )
     if not k.launch.persistent:
         md.grid.extend(k.launch.grid)

@@ -29,9 +29,10 @@ def shortfalls(kernel, device=None):
     if not 0 < threads <= limits.threads_per_block_max:
         return ["%d threads per block; %s allows 1 to %d" % (threads, name, limits.threads_per_block_max)]
     out = []
-    shared = smem_layout.layout(kernel).total
+    shared = smem_layout.layout(kernel).requested
     if shared > limits.shared_per_block_bytes:
-        out.append("%d bytes of shared memory, over the %d a block may have" % (shared, limits.shared_per_block_bytes))
+        out.append("%d bytes of shared memory requested, over the %d a block may have"
+                   % (shared, limits.shared_per_block_bytes))
     setmaxnreg = TARGETS[name].has("setmaxnreg")
     if setmaxnreg and any(r.registers for r in kernel.roles):
         use, pool = sum(registers.pool_use(kernel, limits, spans)), registers.pool(kernel, limits, spans)

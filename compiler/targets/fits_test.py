@@ -22,7 +22,7 @@ def test_a_schedule_that_verifies_fits():
 def test_too_deep_a_ring_is_short_of_shared_memory():
     k = gemm_sm90a(stages=8)  # 8 x (128 x 64 + 256 x 64) bf16 tiles: 384 KiB
     [why] = fits.shortfalls(k)
-    assert "bytes of shared memory, over the %d a block may have" % H200.shared_per_block_bytes in why
+    assert "bytes of shared memory requested, over the %d a block may have" % H200.shared_per_block_bytes in why
     assert _errors(k) == ["CAKE-RES-001"]
 
 

@@ -69,10 +69,10 @@ def judge(kernel):
         budgeted = ctx.has("setmaxnreg") and any(r.registers for r in kernel.roles)
         entry = registers.kernel_launch_budget(kernel, database.limits(ctx.target_name))
         layouts = {  # threads per block, shared bytes, and with budgets the registers every thread starts with
-            "verifier": (ctx.block_threads, ctx.smem_layout.total, entry if budgeted else None),
+            "verifier": (ctx.block_threads, ctx.smem_layout.requested, entry if budgeted else None),
             "analysis": (report.threads_per_block, report.shared_bytes_per_block,
                          report.registers_per_thread if budgeted else None),
-            "lowering": (lowered.threads, lowered.shared_bytes, lowered.entry_registers if budgeted else None),
+            "lowering": (lowered.threads, lowered.launch.dynamic_shared_bytes, lowered.entry_registers if budgeted else None),
         }
     return Verdict(errors, True, refused_by_analysis, refused_by_lowering, layouts, shortfalls)
 

@@ -3,7 +3,8 @@
 import pytest
 from cake.compiler.v1 import diagnostics_pb2
 
-from compiler.targets import fits
+from compiler.ir import smem_layout
+from compiler.targets import database, fits
 from compiler.verify import verify
 from kernels.knn import plan, schedules, variants
 
@@ -46,6 +47,27 @@ def test_every_variant_plans_a_kernel_the_verifier_accepts(q, m, d, k):
                   if x.severity == diagnostics_pb2.SEVERITY_ERROR]
         assert errors == [], (v.name, p.kwargs, errors)
     assert checked
+
+
+def test_a_ring_whose_launch_asks_past_the_block_maximum_does_not_fit():
+    # Laid out in 232,128 bytes, within sm_90a's 232,448, but a launch asks 1,024 more (the slack that aligns the
+    # carve-up's base): such kernels verified and were planned, then failed at launch on the H200 (self-KNN
+    # 100K x 100K, D 96, k 20; B 4, Q 2000, M 65536, k 32).
+    k = schedules.rows_sm90a(d=128, block_n=64, stages=10, q_stages=2, row_groups=2, interleave=1, k=20)
+    layout = smem_layout.layout(k)
+    cap = database.limits("sm_90a").shared_per_block_bytes
+    assert layout.total <= cap < layout.requested
+    assert not fits.fits(k)
+    assert "CAKE-RES-001" in [d.id for d in verify(k)]
+
+
+@pytest.mark.parametrize("b, q, m, d, k", [(1, 100_000, 100_000, 96, 20), (4, 2000, 65536, 128, 32)])
+def test_planned_kernels_launch_within_the_block_maximum(b, q, m, d, k):
+    cap = database.limits("sm_90a").shared_per_block_bytes
+    for seeded in (False, True):
+        p = plan.plan(b, q, m, d, k, seeded=seeded)
+        build = schedules.rows_sm90a if p.layout == "rows" else schedules.cols_sm90a
+        assert smem_layout.layout(build(seeded=seeded, **p.kwargs)).requested <= cap
 
 
 def test_interleaved_rings_are_whole_turns_deep():

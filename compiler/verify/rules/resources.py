@@ -11,7 +11,7 @@ from compiler.verify.registry import Finding, rule
 
 @rule(
     "CAKE-RES-001", "resources", "error",
-    doc="Shared memory as lowering lays it out (regions with their stages, 1024-byte aligned, TMEM address slots, scratch, mbarriers) fits the target's per-block maximum.",
+    doc="The shared memory a launch requests (lowering's layout: regions with their stages, 1024-byte aligned, TMEM address slots, scratch, mbarriers; and the slack that aligns its base at run time) fits the target's per-block maximum.",
     fix_hint="Use fewer stages or smaller tiles, or share one region between phases of the kernel.",
 )
 def shared_memory(ctx):
@@ -19,14 +19,15 @@ def shared_memory(ctx):
         return
     lay = ctx.smem_layout
     cap = ctx.limits.shared_per_block_bytes
-    if lay.total > cap and lay.regions:
+    if lay.requested > cap and lay.regions:
         big = max(lay.regions, key=lambda slot: slot.bytes)
         notes = tuple(("`%s` takes %d bytes" % (slot.name, slot.bytes), "kernel.regions[%d]" % slot.index)
                       for slot in lay.regions if slot is not big)
         yield Finding(
             "kernel.regions[%d]" % big.index,
-            "shared memory totals %d bytes, over %s's %d-byte limit per block; `%s` alone takes %d"
-            % (lay.total, ctx.target_name, cap, big.name, big.bytes),
+            "shared memory totals %d bytes (a launch requests %d with the run-time alignment slack), over %s's "
+            "%d-byte limit per block; `%s` alone takes %d"
+            % (lay.total, lay.requested, ctx.target_name, cap, big.name, big.bytes),
             notes,
         )
 
@@ -114,7 +115,7 @@ def occupancy(ctx):
     lm, blocks = ctx.limits, ctx.kernel.launch.min_blocks_per_sm
     if lm is None or blocks <= 1:
         return
-    smem = ctx.smem_layout.total + lm.shared_reserved_per_block_bytes
+    smem = ctx.smem_layout.requested + lm.shared_reserved_per_block_bytes
     problems = []
     if smem * blocks > lm.shared_per_sm_bytes:
         problems.append("%d x %d bytes of shared memory exceed the SM's %d" % (blocks, smem, lm.shared_per_sm_bytes))
