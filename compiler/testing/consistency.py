@@ -72,7 +72,8 @@ def judge(kernel):
             "verifier": (ctx.block_threads, ctx.smem_layout.requested, entry if budgeted else None),
             "analysis": (report.threads_per_block, report.shared_bytes_per_block,
                          report.registers_per_thread if budgeted else None),
-            "lowering": (lowered.threads, lowered.launch.dynamic_shared_bytes, lowered.entry_registers if budgeted else None),
+            "lowering": (lowered.threads, lowered.launch.dynamic_shared_bytes,
+                         lowered.entry_registers if budgeted else None),
         }
     return Verdict(errors, True, refused_by_analysis, refused_by_lowering, layouts, shortfalls)
 

@@ -1,5 +1,6 @@
 """Small kernels for the verifier's tests: a TMA stage ring with knobs that break one thing at a time,
-a ring whose consumers take turns, a barrier whose waiter is lapped, per-warpgroup named barriers, and a branch on register data."""
+a ring whose consumers take turns, a barrier whose waiter is lapped, per-warpgroup named barriers, and
+a branch on register data."""
 
 from compiler.ir.builder import KernelBuilder
 from compiler.ir.expr import E

@@ -12,8 +12,8 @@ What is timed: cake all-pairs is `knn(x, x, k)` (norms computed in the call); ca
 that is what an index is for); flashlib is `flash_knn(q, x, k)` (L2 only; cosine through
 normalised rows, ip unsupported); torch is a chunked `mm` in f32 + `topk`.
 
-    python3 -m kernels.knn.bench [--out FILE] [--ops all_pairs,search,sweep] [--rows 1,0,2] [--impls cake,flashlib,torch]
-                                 [--variants] [--build-only] [--reps N]
+    python3 -m kernels.knn.bench [--out FILE] [--ops all_pairs,search,sweep] [--rows 1,0,2]
+                                 [--impls cake,flashlib,torch] [--variants] [--build-only] [--reps N]
 """
 
 import argparse
@@ -366,7 +366,7 @@ def _variant_shapes(shapes, variants):
 
 
 def _selected(shapes, rows):
-    """The shapes that `rows` (comma-separated indices, or empty for all) picks, in its order; ValueError naming a bad one."""
+    """The shapes `rows` (comma-separated indices, or empty for all) picks, in its order; ValueError names a bad one."""
     if not rows:
         return shapes
     out = []

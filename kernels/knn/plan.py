@@ -105,9 +105,10 @@ def rows_params(q, k, d, row_groups=None, interleave=None, block_n=None, seeded=
             if not 0 < r * c <= 4:
                 continue
             if c > 1 and bn == 128 and block_n is None:
-                # The planner's own choice interleaves classes on 64-row tiles only: on 128-row ones they were
-                # slower where the two were measured with the same classes (H200, knn_breakdown_h200.log: Q 16,
-                # M 4M, D 64, k 16 0.85 ms vs 0.52; Q 1, M 1M 0.26 vs 0.27). A variant may still name them.
+                # The planner's own choice interleaves classes on 64-row tiles only, as before their fault was
+                # found: against 128-row ones with the same classes it was faster at Q 16, M 4M, D 64, k 16 (0.52
+                # ms vs 0.85) and slower at Q 64, M 20M, D 32, k 5 (0.95 vs 0.79; H200, knn_breakdown_h200.log).
+                # Tuned buckets and config= may name rows_r1_c2_n128.
                 continue
             fit = rings(q, d, k, bn, r, c, seeded)
             if fit is None:
