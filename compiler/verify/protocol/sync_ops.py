@@ -33,6 +33,7 @@ class MbarrierSlot:
             setattr(new, name, getattr(self, name))
         new.arrives, new.expects, new.loads = list(self.arrives), list(self.expects), list(self.loads)
         new.regions, new.history = set(self.regions), list(self.history)
+        new.observed = {c: list(waits) for c, waits in self.observed.items()}
         same[id(self)] = new
         return new
 
