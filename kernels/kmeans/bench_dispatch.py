@@ -132,13 +132,37 @@ def write_candidates(path=None, top=3):
         f.write("\n")
 
 
+def forced(variant):
+    """A launch of kmeans_assign with `variant` forced (config=), in the runtime timer's signature."""
+    from kernels.kmeans import api
+
+    return lambda outputs, inputs: api.assign_into(inputs[0], inputs[1], outputs[0], config=variant.name)
+
+
+def time_variants(shape, candidates, env, log):
+    """{variant name: median ms} of each of `candidates` at `shape` whose timed outputs verified (the runtime's
+    timer: cold L2, CUDA events); a variant that fails is logged and left out."""
+    from kernels.kmeans.contract import assign_contract
+    from runtime.timing import time_kernel
+
+    contract = assign_contract([shape])
+    times = {}
+    for v in candidates:
+        try:
+            t = time_kernel(contract, forced(v), timing_config(shape), environment_record=env)
+        except Exception as e:  # noqa: BLE001  (one variant's failure costs only its entry)
+            log("tune %s %s: %s" % (shape, v.name, e))
+            continue
+        if t.verified:
+            times[v.name] = t.median_ms
+    return times
+
+
 def tune(env, deadline, log):
     """The tuning database: per bucket, the fastest of the cost model's top 3 by the runtime's timer."""
     import torch
 
-    from kernels.kmeans import api, dispatch, variants
-    from kernels.kmeans.contract import assign_contract
-    from runtime.timing import time_kernel
+    from kernels.kmeans import dispatch, variants
     from runtime.tuning_db import TuningDB
 
     db = TuningDB(dispatch.DOMAIN.op, torch.cuda.get_device_name(0), dispatch.toolchain() or "",
@@ -158,19 +182,7 @@ def tune(env, deadline, log):
         if time.time() > deadline:
             log("tune: deadline reached; remaining buckets keep the cost model's choice")
             break
-        contract = assign_contract([shape])
-        times = {}
-        for v in (variants.BY_NAME[name] for name in item["top"]):
-            def launch(outputs, inputs, v=v):
-                api.assign_into(inputs[0], inputs[1], outputs[0], config=v.name)
-
-            try:
-                t = time_kernel(contract, launch, timing_config(shape), environment_record=env)
-            except Exception as e:  # noqa: BLE001
-                log("tune %s %s: %s" % (shape, v.name, e))
-                continue
-            if t.verified:
-                times[v.name] = t.median_ms
+        times = time_variants(shape, [variants.BY_NAME[name] for name in item["top"]], env, log)
         if times:
             best = min(times, key=times.get)
             db.remember(key, best, shape, times, "runtime timer, top 3 by the cost model")

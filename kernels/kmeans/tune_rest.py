@@ -84,18 +84,10 @@ def compile_all(kernels):
         return {t for t in pool.map(one, sorted(kernels, key=lambda p: (p[0].name, p[1]))) if t}
 
 
-def forced(v):
-    from kernels.kmeans import api
-
-    return lambda outputs, inputs: api.assign_into(inputs[0], inputs[1], outputs[0], config=v.name)
-
-
 def tune(plan, env, toolchain, log):
     """(database, rows): the fastest verified candidate per bucket, and every candidate's time."""
     import torch
 
-    from kernels.kmeans.contract import assign_contract
-    from runtime.timing import time_kernel
     from runtime.tuning_db import TuningDB
 
     db = TuningDB(dispatch.DOMAIN.op, torch.cuda.get_device_name(0), toolchain,
@@ -103,16 +95,7 @@ def tune(plan, env, toolchain, log):
                         "date": env["date"], "commit": env["cake_commit"]})
     rows = []
     for key, shape, cands, rule, cost_model in plan:
-        contract = assign_contract([shape])
-        times = {}
-        for v in cands:
-            try:
-                t = time_kernel(contract, forced(v), bench_dispatch.timing_config(shape), environment_record=env)
-            except Exception as e:  # noqa: BLE001
-                log("tune %s %s: %s" % (key, v.name, e))
-                continue
-            if t.verified:
-                times[v.name] = t.median_ms
+        times = bench_dispatch.time_variants(shape, cands, env, log)
         row = {"bucket": key, "shape": shape, "times_ms": times, "cost_model_variant": cost_model.name,
                "neighbour_rule_variant": rule.name if rule else None}
         if times:
@@ -130,8 +113,8 @@ def tune(plan, env, toolchain, log):
 def validate(db, plan, env, deadline, log):
     """Rows of bench_dispatch's layout: each tuned bucket's entry beside flashlib at a second shape."""
     import torch
-    from flashlib.primitives.kmeans.triton.assign import euclid_assign_triton
 
+    flashlib = bench_dispatch.impls()["flashlib"]
     rows = []
     for key, shape, _, _, _ in plan:
         s = second_shape(key, shape)
@@ -141,7 +124,7 @@ def validate(db, plan, env, deadline, log):
         if time.time() > deadline:
             log("validate: deadline reached")
             break
-        impls = {"cake": forced(v), "flashlib": lambda outputs, inputs: euclid_assign_triton(inputs[0], inputs[1], out=outputs[0])}
+        impls = {"cake": bench_dispatch.forced(v), "flashlib": flashlib}
         row = bench_dispatch.measure(dict(s, dtype="bf16"), impls, env)
         row.update(bucket=key, variant=v.name, how="tuned (h200_rest.json)", set="kernel path, untuned",
                    flops=bench_dispatch.flops(s))
