@@ -1,7 +1,7 @@
 """The host a CPU figure was taken on: the record every CPU benchmark writes, and its scheduling priority.
 
-`record(**packages)` gives the CPU model, cores, Python, the platform, the checkout's
-commit, the UTC date, the load average and the scheduling autogroup, plus the versions
+`record(*packages)` gives the CPU model, cores, Python, the platform, the commit measured
+($CAKE_COMMIT, else the checkout's HEAD), the UTC date, the load average and the scheduling autogroup, plus the versions
 of the packages named (None for one that is not installed). Other work on a shared
 machine inflates CPU figures; the load says how busy it was, the autogroup how the run
 ranked against it: with autogroups (Linux's default) `nice` ranks a process only inside
@@ -11,7 +11,7 @@ The compiler's benchmarks and the agent's share this one record.
 """
 
 import datetime
-import importlib
+import importlib.metadata
 import os
 import platform
 import subprocess
@@ -31,10 +31,13 @@ def cpu_model():
     return platform.processor() or platform.machine()
 
 
-def commit():
-    """The checkout's HEAD, or None outside a git checkout."""
+def commit(root=ROOT):
+    """The commit measured: $CAKE_COMMIT when set (a copy of the tree may sit inside another checkout, whose
+    HEAD git would report), else the HEAD of the checkout at `root`, else None."""
+    if os.environ.get("CAKE_COMMIT"):
+        return os.environ["CAKE_COMMIT"]
     try:
-        out = subprocess.run(["git", "-C", ROOT, "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10)
+        out = subprocess.run(["git", "-C", root, "rev-parse", "HEAD"], capture_output=True, text=True, timeout=30)
     except (OSError, subprocess.SubprocessError):
         return None
     return out.stdout.strip() or None
@@ -59,15 +62,16 @@ def raise_priority():
     return autogroup()
 
 
-def _version(package):
+def package_version(name):
+    """The installed version of distribution `name` (as pip names it: "grpcio", "flash-kmeans"), or None."""
     try:
-        return importlib.import_module(package).__version__
-    except ImportError:
+        return importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
         return None
 
 
 def record(*packages):
-    """The host record, with the version of each of `packages` (import names) as a field of its own."""
+    """The host record, with the version of each of `packages` (distribution names) as a field of its own."""
     out = {
         "cpu": cpu_model(),
         "cores": os.cpu_count(),
@@ -79,5 +83,5 @@ def record(*packages):
         "nice": os.nice(0),
         "autogroup": autogroup(),
     }
-    out.update({p: _version(p) for p in packages})
+    out.update({p: package_version(p) for p in packages})
     return out

@@ -9,10 +9,11 @@ measured, the date and the peers' versions.
 """
 
 import datetime
-import importlib.metadata
 import os
 import platform
 import subprocess
+
+from compiler import host
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # The libraries a benchmark's figures depend on besides torch (the peers and Triton, which fla runs on).
@@ -90,13 +91,6 @@ def smi_record(bus_id):
     return {"smi_error": "nvidia-smi lists no GPU at %s (exit %d)" % (bus_id, proc.returncode)}
 
 
-def _distribution_version(name):
-    try:
-        return importlib.metadata.version(name)
-    except importlib.metadata.PackageNotFoundError:
-        return None
-
-
 def collect(ordinal=0):
     """The record for CUDA device `ordinal`, as a JSON-able dict."""
     import cuda.bindings
@@ -120,7 +114,7 @@ def collect(ordinal=0):
         "cuda_driver_api": "%d.%d" % (api // 1000, api % 1000 // 10),
         "torch": torch.__version__,
         "torch_cuda": torch.version.cuda,
-        "cuda_python": getattr(cuda.bindings, "__version__", None) or _distribution_version("cuda-bindings"),
+        "cuda_python": getattr(cuda.bindings, "__version__", None) or host.package_version("cuda-bindings"),
         "python": platform.python_version(),
     }
     for attr, key in (("CLOCK_RATE", "sm_clock_max_khz"), ("MEMORY_CLOCK_RATE", "mem_clock_max_khz")):
@@ -133,15 +127,8 @@ def collect(ordinal=0):
 
 
 def cake_commit():
-    """The commit measured: $CAKE_COMMIT when set (a copy of the tree may sit inside another checkout, whose
-    HEAD git would report), else the HEAD of the checkout this file is in, else "unknown"."""
-    if os.environ.get("CAKE_COMMIT"):
-        return os.environ["CAKE_COMMIT"]
-    try:
-        proc = subprocess.run(["git", "-C", ROOT, "rev-parse", "HEAD"], capture_output=True, text=True, timeout=30)
-    except (OSError, subprocess.TimeoutExpired):
-        return "unknown"
-    return proc.stdout.strip() or "unknown"
+    """The commit measured (compiler/host.commit: $CAKE_COMMIT, else this checkout's HEAD), else "unknown"."""
+    return host.commit(ROOT) or "unknown"
 
 
 def machine_record(ordinal=0, packages=PACKAGES):
@@ -149,5 +136,5 @@ def machine_record(ordinal=0, packages=PACKAGES):
     record = collect(ordinal)
     record["cake_commit"] = cake_commit()
     record["date"] = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
-    record.update({name: _distribution_version(name) for name in packages})
+    record.update({name: host.package_version(name) for name in packages})
     return record

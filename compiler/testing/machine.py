@@ -15,4 +15,4 @@ def results_path(name):
 
 def machine():
     """The host record (compiler/host.py) with the grpcio version the service benchmarks ran on."""
-    return host.record("grpc")
+    return host.record("grpcio")
