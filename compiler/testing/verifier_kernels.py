@@ -6,6 +6,23 @@ from compiler.ir.builder import KernelBuilder
 from compiler.ir.expr import E
 
 
+def _producer(k, x, s, full, empty, n, stages, expect_bytes, wait_empty=True):
+    """The producer warp of a TMA ring: it inits both barrier arrays, then its elected thread loads tile i of
+    `n // 64` into slot i % stages (after waiting for the slot's release, unless `wait_empty` is False)."""
+    with k.role("load", "producer", warps=1) as r:
+        with r.if_(r.thread == 0):
+            r.mbarrier_init(full)
+            r.mbarrier_init(empty)
+            r.fence("mbarrier_init")
+        r.block_sync()
+        with r.if_(r.elected):
+            with r.loop("i", 0, n // 64) as i:
+                if wait_empty:
+                    r.wait(empty.round(i))
+                r.expect_tx(full.round(i), expect_bytes)
+                r.tma_load(x[i * 64], s[i % stages], full.round(i))
+
+
 def ring(stages=2, release=True, wait_empty=True, empty_arrivals=32, expect_bytes=256, target="sm_90a"):
     """One producer warp fills a `stages`-deep ring of 64-float tiles by TMA; one consumer warp copies each
     tile into every thread's registers, each of its threads releases the slot, and thread 0 stores the tile."""
@@ -21,18 +38,7 @@ def ring(stages=2, release=True, wait_empty=True, empty_arrivals=32, expect_byte
     full = k.mbarrier("full", arrivals=1, count=stages, tx_bytes=expect_bytes)
     empty = k.mbarrier("empty", arrivals=empty_arrivals, count=stages)
     k.pipeline("ring", stages, full, empty, [s], producer="load", consumers=["use"])
-    with k.role("load", "producer", warps=1) as r:
-        with r.if_(r.thread == 0):
-            r.mbarrier_init(full)
-            r.mbarrier_init(empty)
-            r.fence("mbarrier_init")
-        r.block_sync()
-        with r.if_(r.elected):
-            with r.loop("i", 0, n // 64) as i:
-                if wait_empty:
-                    r.wait(empty.round(i))
-                r.expect_tx(full.round(i), expect_bytes)
-                r.tma_load(x[i * 64], s[i % stages], full.round(i))
+    _producer(k, x, s, full, empty, n, stages, expect_bytes, wait_empty)
     with k.role("use", "consumer", warps=1) as r:
         r.block_sync()
         with r.loop("i", 0, n // 64) as i:
@@ -60,17 +66,7 @@ def alternating(stages):
     full = k.mbarrier("full", arrivals=1, count=stages, tx_bytes=256)
     empty = k.mbarrier("empty", arrivals=32, count=stages)
     k.pipeline("ring", stages, full, empty, [s], producer="load", consumers=["use"])
-    with k.role("load", "producer", warps=1) as r:
-        with r.if_(r.thread == 0):
-            r.mbarrier_init(full)
-            r.mbarrier_init(empty)
-            r.fence("mbarrier_init")
-        r.block_sync()
-        with r.if_(r.elected):
-            with r.loop("i", 0, n // 64) as i:
-                r.wait(empty.round(i))
-                r.expect_tx(full.round(i), 256)
-                r.tma_load(x[i * 64], s[i % stages], full.round(i))
+    _producer(k, x, s, full, empty, n, stages, 256)
     with k.role("use", "consumer", warps=2) as r:
         r.block_sync()
         with r.loop("j", 0, n // 128) as j:
