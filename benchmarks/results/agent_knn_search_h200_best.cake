@@ -1,10 +1,13 @@
-# best kernel of CAKE agent run h200-knn-search (measured time 9638.144 us)
-# genome: knn_rows_naive(block_n=64) + loads_to_tma(stages=2), mma_to_wgmma, unroll:j(factor=1, var=j)
+# best kernel of CAKE agent run h200-knn-search (measured time 1276.192 us)
+# genome: knn_rows_naive(block_n=64) + loads_to_tma(stages=2), mma_to_wgmma, swizzle:sQ(mode=64b, region=sQ), unroll:j(factor=2, var=j)
 # lineage (candidate, move, author, measured time):
-#   #1 seed (seed) 36019.793 us
-#   #2 loads_to_tma_2 (search) 10237.968 us
-#   #14 mma_to_wgmma (search) 9638.480 us
-#   #51 unroll_main_off (search) 9638.144 us
+#   #1 seed (seed) 28440.032 us
+#   #2 loads_to_tma_2 (search) 1947.872 us
+#   #14 mma_to_wgmma (search) 1334.800 us
+#   #58 stream_ring_shallower (search) 1446.848 us
+#   #118 unroll_main_2 (search) 1442.432 us
+#   #164 swizzle_resident_64b (search) 1420.320 us
+#   #203 drop_rewrite (search) 1276.192 us
 kernel knn_rows_naive {
   contract {
     math: "(part_v[b, p, i, :], part_i[b, p, i, :]) = the k smallest of x_sq[b, j] - 2 q.x over the database rows j of partial list p of query i, best first, ties to the smaller j; x_sq = ||x[b, j]||^2, x_inv = 1 / ||x[b, j]||"
@@ -81,7 +84,7 @@ kernel knn_rows_naive {
     align_bytes: 16
     doc: "partial lists' database rows"
   }
-  region sQ { space: shared  dtype: bf16  shape: [64, 128]  stages: 1  swizzle: 128b }
+  region sQ { space: shared  dtype: bf16  shape: [64, 128]  stages: 1  swizzle: 64b }
   region sX { space: shared  dtype: bf16  shape: [64, 128]  stages: 2  swizzle: 128b }
   region sCol { space: shared  dtype: f32  shape: [64]  stages: 2 }
   region acc { space: register  dtype: f32  shape: [64, 64]  layout: wgmma_acc  owner: "main" }
@@ -146,7 +149,7 @@ kernel knn_rows_naive {
     }
     mbarrier_wait { barrier: sQ_full[0]  phase: 0 }
     loop j in 0 .. T {
-      unroll: 1
+      unroll: 2
       branch {
         cond: thread == 0 && j + 1 < T
         then_body {
