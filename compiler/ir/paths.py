@@ -48,13 +48,14 @@ def _message_fields(descriptor):
 
 
 @functools.lru_cache(maxsize=None)
-def _child_steps(descriptor):
+def _child_steps(descriptor, types=None):
     """How walk finds a message's children, in declaration order: (name, repeated, None) per message field,
     except that consecutive message members of one oneof (Op's ops) are one step (None, False, (oneof name,
-    member names)): one WhichOneof instead of a HasField per member."""
+    member names)): one WhichOneof instead of a HasField per member. With `types` (full names), only fields of
+    those message types."""
     steps = []
     for f in descriptor.fields:
-        if f.message_type is None:
+        if f.message_type is None or (types is not None and f.message_type.full_name not in types):
             continue
         oneof = f.containing_oneof
         if oneof is not None and len(oneof.fields) > 1:  # a real oneof (proto3 `optional` makes one of one)
@@ -68,9 +69,10 @@ def _child_steps(descriptor):
                  for name, repeated, oneof, members in steps)
 
 
-def walk(message, root=ROOT):
+def walk(message, root=ROOT, types=None):
     """Yield (path, node) for `message` and every message below it, depth first, fields in
-    declaration order (the order the text form prints them in)."""
+    declaration order (the order the text form prints them in). With `types` (a frozenset of message full
+    names), only nodes of those types are visited: the walk does not go below a node of another type."""
     stack = [(root, message)]
     steps_of = {}  # descriptor -> _child_steps (the verifier walks every kernel: keep this loop lean)
     while stack:
@@ -79,7 +81,7 @@ def walk(message, root=ROOT):
         descriptor = node.DESCRIPTOR
         steps = steps_of.get(descriptor)
         if steps is None:
-            steps = steps_of[descriptor] = _child_steps(descriptor)
+            steps = steps_of[descriptor] = _child_steps(descriptor, types)
         children = []
         for name, repeated, oneof in steps:
             if oneof is not None:

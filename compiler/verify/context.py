@@ -19,6 +19,10 @@ from compiler.verify import exprs
 
 # Bodies deeper than this are not walked (mutated IR can nest without bound; text caps it lower).
 MAX_NESTING = 64
+# The message types of a kernel other than ops' and binary expressions' (expressions_plain's walk: it finds the
+# expressions outside ops, whose sites list their own, and follows the binary ones itself).
+_OUTSIDE_OPS = frozenset(d.full_name for d in ir_pb2.DESCRIPTOR.message_types_by_name.values()
+                         if d.name not in ("Op", "BinaryExpr"))
 
 
 def short(enum_type, number):
@@ -33,7 +37,7 @@ class OpSite:
     """One op of a role body, with where it is and what encloses it."""
 
     __slots__ = ("path", "op", "kind", "msg", "role_index", "conds", "branches", "loop_vars", "parent_path", "_tiles",
-                 "_globals")
+                 "_globals", "_operands")
 
     def __init__(self, path, op, kind, msg, role_index, conds, branches, loop_vars, parent_path):
         self.path = path  # "kernel.roles[1].body[2].loop.body[0].mbarrier_wait"
@@ -45,7 +49,7 @@ class OpSite:
         self.branches = branches  # the paths of the branches those conditions belong to
         self.loop_vars = loop_vars  # names bound by enclosing loops (vars and counters)
         self.parent_path = parent_path  # the Op node: "...body[0]"
-        self._tiles = self._globals = None
+        self._tiles = self._globals = self._operands = None
 
     def tiles(self):
         """The op's tile operands, oprefs.tiles (computed once: most rules ask)."""
@@ -145,6 +149,18 @@ class Context:
             by_path = self._sites_by_path = {s.path: s for s in self.ops}
         return by_path.get(path)
 
+    def operands(self, site):
+        """(field, TileRef, access, region name, (index, Region) or None) of the op's tile operands: site.tiles()
+        with their regions looked up (computed once: most rules ask, and each read of a proto field costs)."""
+        found = site._operands
+        if found is None:
+            found = []
+            for field, ref, access in site.tiles():
+                name = ref.region
+                found.append((field, ref, access, name, self.regions.get(name)))
+            found = site._operands = tuple(found)
+        return found
+
     def sites(self, *kinds):
         """The op sites of the given kinds, in walk order."""
         return [s for s in self.ops if s.kind in kinds]
@@ -171,8 +187,33 @@ class Context:
 
     @functools.cached_property
     def feature_uses(self):
-        """Every use of an instruction family in the kernel (compiler/targets/op_features.uses)."""
-        return list(op_features.uses(self.kernel, self.nodes))
+        """Every use of an instruction family in the kernel (compiler/targets/op_features.uses; it looks for
+        cluster.rank in the nodes, which only a kernel whose expressions are not plain needs walked)."""
+        return list(op_features.uses(self.kernel, self.nodes if not self.expressions_plain else ()))
+
+    @functools.cached_property
+    def expressions_plain(self):
+        """Whether every expression of the kernel is complete (every Expr set, every binary one with a defined
+        operator and both operands) and none reads cluster.rank: one pass over the expressions (the ops' from
+        `expressions`, the others' from a walk that skips ops), so that the rules looking for either need not
+        walk `nodes` when neither occurs."""
+        if self.too_deep:  # ops nested beyond MAX_NESTING are not sites: their expressions are not listed
+            return False
+        stack = [e for path, e in paths.walk(self.kernel, types=_OUTSIDE_OPS) if isinstance(e, ir_pb2.Expr)]
+        for s in self.ops:
+            stack += [e for _, _, e in self.expressions(s.path, s.msg)]
+        defined = exprs.DEFINED_OPS
+        while stack:
+            e = stack.pop()
+            kind = e.WhichOneof("kind")
+            if kind == "binary":
+                b = e.binary
+                if b.op not in defined or not (b.HasField("lhs") and b.HasField("rhs")):
+                    return False
+                stack += (b.lhs, b.rhs)
+            elif kind is None or (kind == "sym" and e.sym == "cluster.rank"):
+                return False
+        return True
 
     @functools.cached_property
     def scalars(self):

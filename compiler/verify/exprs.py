@@ -23,6 +23,8 @@ OP = ir_pb2.BinaryOp
 THREAD_BUILTINS = ("thread", "warp", "warpgroup", "lane", "elected")
 BLOCK_BUILTINS = ("block.x", "block.y", "block.z", "grid.x", "grid.y", "grid.z", "cluster.rank")
 BUILTINS = frozenset(THREAD_BUILTINS + BLOCK_BUILTINS)
+# The binary operators an expression may name (0 is BINARY_OP_UNSPECIFIED: no operator).
+DEFINED_OPS = frozenset(v.number for v in OP.DESCRIPTOR.values if v.number)
 
 
 class ExprError(Exception):

@@ -4,7 +4,7 @@ import functools
 
 from cake.ir.v1 import ir_pb2
 
-from compiler.ir import oprefs
+from compiler.ir import oprefs, paths
 from compiler.ir.names import is_identifier, quoted
 from compiler.verify import exprs
 from compiler.verify.protocol import findings
@@ -72,8 +72,8 @@ def _refs(ctx):
     for site in ctx.ops:
         if site.msg is None:
             continue
-        for field, ref, _ in site.tiles():
-            yield site.path, "region", ref.region, ctx.regions
+        for _, _, _, name, _ in ctx.operands(site):
+            yield site.path, "region", name, ctx.regions
         for field, ref, _ in site.globals():
             yield site.path, "tensor param", ref.param, ctx.params
         name = oprefs.barrier_name(site.kind, site.msg)
@@ -125,7 +125,7 @@ _ELSEWHERE = {"Target", "Metric", "BinaryOp", "FragmentLayout"}
     fix_hint="Set the field to one of the values the message's enum lists in ir.proto.",
 )
 def enums_set(ctx):
-    for path, node in ctx.nodes:
+    for path, node in paths.walk(ctx.kernel, types=_enum_holders(ctx.kernel.DESCRIPTOR)):
         checked, required = _enum_fields(node.DESCRIPTOR)
         if not checked:
             continue
@@ -143,6 +143,29 @@ def _enum_fields(descriptor):
     fields = [f for f in descriptor.fields if f.enum_type is not None and f.enum_type.name not in _ELSEWHERE]
     return (frozenset(f.name for f in fields),
             tuple(f.name for f in fields if not f.is_repeated and _required(f.enum_type)))
+
+
+@functools.lru_cache(maxsize=None)
+def _enum_holders(root):
+    """Full names of the message types below `root` (itself included) that have enum fields this rule checks or
+    fields of such types, however deep: enums_set walks only through those (expressions, tile references and
+    windows hold none)."""
+    reachable, todo = {}, [root]
+    while todo:
+        d = todo.pop()
+        if d.full_name not in reachable:
+            reachable[d.full_name] = d
+            todo += [f.message_type for f in d.fields if f.message_type is not None]
+    holders = {name for name, d in reachable.items() if _enum_fields(d)[0]}
+    grown = True
+    while grown:
+        grown = False
+        for name, d in reachable.items():
+            if name not in holders and any(f.message_type is not None and f.message_type.full_name in holders
+                                           for f in d.fields):
+                holders.add(name)
+                grown = True
+    return frozenset(holders)
 
 
 def _check_enum(path, field, value):
@@ -166,12 +189,12 @@ def _needed(node, field):
     fix_hint="Write the expression out in full (an int, a name, or `lhs op rhs` with a defined operator).",
 )
 def complete_exprs(ctx):
-    for path, node in ctx.nodes:
+    for path, node in ctx.nodes if not ctx.expressions_plain else ():  # else none is incomplete: no walk
         name = node.DESCRIPTOR.name
         if name == "Expr" and node.WhichOneof("kind") is None:
             yield Finding(path, "empty expression")
         elif name == "BinaryExpr":
-            if node.op not in _DEFINED_OPS:
+            if node.op not in exprs.DEFINED_OPS:
                 yield Finding(path, "binary expression has no operator")
             elif not (node.HasField("lhs") and node.HasField("rhs")):
                 yield Finding(path, "binary expression lacks an operand")
@@ -185,9 +208,6 @@ def complete_exprs(ctx):
     for i, c in enumerate(ctx.kernel.contract.constraints):
         if not c.HasField("expr"):
             yield Finding("kernel.contract.constraints[%d]" % i, "constraint has no expression")
-
-
-_DEFINED_OPS = frozenset(v.number for v in ir_pb2.BinaryOp.DESCRIPTOR.values if v.number)
 
 
 @rule(
