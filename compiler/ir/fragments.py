@@ -147,10 +147,13 @@ def live_peak(kernel, role_index, sites=None):
                     changed = True
             spans[name] = (lo, hi)
     size = {name: registers_per_thread(regions[name]) for name in spans}
-    peak, at = 0, {}
+    change = [0] * (len(sites) + 1)  # the registers live at p: the sum of change[:p + 1]
+    for name, (lo, hi) in spans.items():
+        change[lo] += size[name]
+        change[hi + 1] -= size[name]
+    peak, at, total = 0, {}, 0
     for p in range(len(sites)):
-        live = {n: size[n] for n, (lo, hi) in spans.items() if lo <= p <= hi}
-        total = sum(live.values())
+        total += change[p]
         if total > peak:
-            peak, at = total, live
+            peak, at = total, {n: size[n] for n, (lo, hi) in spans.items() if lo <= p <= hi}
     return peak, at

@@ -109,10 +109,6 @@ def barrier_index(kind, msg):
     return msg.index if kind in NAMED_OPS and msg.HasField("index") else None
 
 
-def writes_global(kind, msg, param):
-    return any(ref.param == param and access != R for _, ref, access in globals_(kind, msg))
-
-
 # Scopes of cross-thread reductions -> the unit whose threads must all take part.
 _SCOPE_UNIT = {
     ir_pb2.SCOPE_LANES: "warp",
@@ -181,30 +177,58 @@ DATA_FIELDS = frozenset((
 _BODIES = ("body", "then_body", "else_body")
 
 
-def expressions(msg, depth=0):
-    """(message type, field, Expr) of every expression an op message holds (not those of nested bodies)."""
+def expressions(msg):
+    """[(message type, field, Expr)] of every expression an op message holds (not those of nested bodies)."""
+    out = []
+    _collect_expressions(msg, 0, out)
+    return out
+
+
+def _collect_expressions(msg, depth, out):
     kind = msg.DESCRIPTOR.name
     for name, repeated, is_expr in _expr_fields(msg.DESCRIPTOR):
+        if name is None:  # members of one oneof (`repeated` is its name, `is_expr` member -> is an Expr)
+            name = msg.WhichOneof(repeated)
+            if name not in is_expr:
+                continue
+            item = getattr(msg, name)
+            if is_expr[name]:
+                out.append((kind, name, item))
+            elif depth < 8:
+                _collect_expressions(item, depth + 1, out)
+            continue
         if repeated:
             items = getattr(msg, name)
         elif msg.HasField(name):
             items = (getattr(msg, name),)
         else:
             continue
-        for item in items:
-            if is_expr:
-                yield kind, name, item
-            elif depth < 8:  # op messages nest refs a few levels deep (Operand -> TileRef -> Window)
-                yield from expressions(item, depth + 1)
+        if is_expr:
+            out += [(kind, name, item) for item in items]
+        elif depth < 8:  # op messages nest refs a few levels deep (Operand -> TileRef -> Window)
+            for item in items:
+                _collect_expressions(item, depth + 1, out)
 
 
 @functools.lru_cache(maxsize=None)
 def _expr_fields(descriptor):
     """(name, repeated, is an Expr) of the fields of a message type that are or may hold expressions, in field
-    number order (ListFields'), bodies left out: `expressions` visits only those."""
-    return tuple((f.name, f.is_repeated, f.message_type.name == "Expr")
-                 for f in sorted(descriptor.fields, key=lambda f: f.number)
-                 if f.message_type is not None and f.name not in _BODIES and _holds_expr(f.message_type))
+    number order (ListFields'), bodies left out: `expressions` visits only those. Consecutive ones that are
+    members of one oneof are one step, (None, oneof name, {member: is an Expr}): one WhichOneof instead of a
+    HasField per member (at most one of them is set, so the order is the same)."""
+    steps = []
+    for f in sorted(descriptor.fields, key=lambda f: f.number):
+        if f.message_type is None or f.name in _BODIES or not _holds_expr(f.message_type):
+            continue
+        is_expr, oneof = f.message_type.name == "Expr", f.containing_oneof
+        if oneof is not None and len(oneof.fields) > 1:  # a real oneof (proto3 `optional` makes one of one)
+            if steps and steps[-1][0] is None and steps[-1][1] == oneof.name:
+                steps[-1][2][f.name] = is_expr
+            else:
+                steps.append((None, oneof.name, {f.name: is_expr}))
+        else:
+            steps.append((f.name, f.is_repeated, is_expr))
+    return tuple(steps)
 
 
 @functools.lru_cache(maxsize=None)

@@ -141,9 +141,8 @@ class _Compiler:
         self.read |= exprs.names(e)
         return exprs.compile_expr(e)
 
-    def tile(self, ref, field):
-        name = ref.region  # each read of a proto field builds a Python object: read them once
-        hit = self.ctx.regions.get(name)
+    def tile(self, ref, field, name, hit):
+        """The Tile of `ref` (region `name`, its (index, Region) `hit`), None when the region is unknown."""
         if hit is None:
             return None
         index = hit[0]
@@ -217,8 +216,12 @@ class _Compiler:
         n = Node(kind, path)
         n.reads, n.writes = [], []
         site = self.ctx.site(path)  # its tiles are computed once for the rules and the model
-        for field, ref, access in site.tiles() if site is not None else oprefs.tiles(kind, msg):
-            t = self.tile(ref, field)
+        if site is not None:
+            refs = self.ctx.operands(site)
+        else:
+            refs = [(f, ref, a, ref.region, self.ctx.regions.get(ref.region)) for f, ref, a in oprefs.tiles(kind, msg)]
+        for field, ref, access, name, hit in refs:
+            t = self.tile(ref, field, name, hit)
             if t is None:
                 continue
             if kind == "mma" and field == "acc":

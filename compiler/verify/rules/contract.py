@@ -123,10 +123,11 @@ def grid_covers(ctx):
     fix_hint="Store the result into the param (copy, tma_store or atomic), or declare it read-only.",
 )
 def outputs_written(ctx):
+    written = {ref.param for site in ctx.ops for _, ref, access in site.globals() if access != oprefs.R}
     for i, p in enumerate(ctx.kernel.params):
         if p.kind != ir_pb2.PARAM_KIND_TENSOR or p.access not in (ir_pb2.ACCESS_WRITE, ir_pb2.ACCESS_READ_WRITE):
             continue
-        if not any(site.msg is not None and oprefs.writes_global(site.kind, site.msg, p.name) for site in ctx.ops):
+        if p.name not in written:
             yield Finding("kernel.params[%d]" % i, "output `%s` is never written" % p.name)
 
 

@@ -44,10 +44,9 @@ def _operands(ctx):
     for site in ctx.ops:
         if site.msg is None:
             continue
-        for field, ref, _ in site.tiles():
-            region = ctx.region(ref.region)
-            if region is not None:
-                yield site, field, ref, region
+        for field, ref, _, _, hit in ctx.operands(site):
+            if hit is not None:
+                yield site, field, ref, hit[1]
 
 
 def _space(space):
@@ -63,12 +62,13 @@ def ranks(ctx):
     for site in ctx.ops:
         if site.msg is None:
             continue
-        for field, ref, _ in site.tiles():
-            region = ctx.region(ref.region)
+        for field, ref, _, _, hit in ctx.operands(site):
+            region = hit[1] if hit else None
             if region is not None and ref.window and len(ref.window) != len(region.shape):
                 yield Finding(site.path, "window of `%s` has %d dims; the region has %d" % (ref.region, len(ref.window), len(region.shape)))
-        tiles = [(ref, ctx.region(ref.region)) for _, ref, _ in site.tiles()]
-        for field, g, _ in site.globals():
+        globals_ = site.globals()
+        tiles = [(ref, hit[1] if hit else None) for _, ref, _, _, hit in ctx.operands(site)] if globals_ else ()
+        for field, g, _ in globals_:
             hit = ctx.params.get(g.param)
             if hit is None:
                 continue
@@ -199,6 +199,8 @@ def ownership(ctx):
 
 def _range(ctx, expr, role_threads):
     """(min, max) of a start expression over a role's threads, when it depends only on builtins; else None."""
+    if expr.WhichOneof("kind") == "int":  # the common constant start: the same for every thread
+        return None if role_threads > ctx.threads_per_block_max else (expr.int, expr.int)
     names = exprs.names(expr)
     if not names <= threads.THREAD or role_threads > ctx.threads_per_block_max:  # a resource error already
         return None

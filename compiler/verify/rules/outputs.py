@@ -45,7 +45,7 @@ class _Writer:
     """One op writing an output: its tile's shape, who writes which part of it, where."""
 
     def __init__(self, ctx, site, g):
-        self.site, self.path, self.ref = site, site.path, g
+        self.site, self.path, self.param = site, site.path, g.param
         self.role = site.role_index
         self.coords = [exprs.compile_expr(c) for c in g.coords]
         self.conds = [(exprs.compile_expr(c), taken) for c, taken in site.conds if exprs.names(c) & threads.THREAD]
@@ -53,6 +53,7 @@ class _Writer:
         region = ctx.region(tile.region)
         self.resolved = region is not None and site.msg.HasField("src" if site.kind == "tma_store" else "src_tile")
         self.shape = tile_shape(tile, region) if self.resolved else []
+        self.whole = [(0, d) for d in self.shape]  # per-dim (start, size) of the whole tile (parts only read it)
         if not self.resolved:
             self.unit = None
         elif site.kind == "tma_store":
@@ -102,11 +103,13 @@ class _Walk:
     def __init__(self, ctx, writers, env):
         self.ctx, self.env = ctx, env
         self.by_path = {w.path: w for ws in writers.values() for w in ws}
-        self.inside = set()  # loops and branches holding a writer
+        self.inside = set()  # loops and branches holding a writer: every prefix of a writer's path ending there
         for path in self.by_path:
-            for i in range(len(path)):
-                if path.startswith(".loop", i) or path.startswith(".branch", i):
-                    self.inside.add(path[: i + len(".loop" if path.startswith(".loop", i) else ".branch")])
+            for word in (".loop", ".branch"):
+                i = path.find(word)
+                while i >= 0:
+                    self.inside.add(path[: i + len(word)])
+                    i = path.find(word, i + 1)
         self.pieces = []  # (param, origin, per-dim (start, size) in the tile, op path, who (a _Who))
         self.compiled = {}
         self.plans = {}  # body prefix -> _plan
@@ -199,16 +202,18 @@ class _Walk:
         found, running = [], 0
         groups = self._groups(w, role)
         self._spend(len(groups))
+        param, path, conds, coords = w.param, w.path, w.conds, w.coords
         for b, first, count in groups:
             env.update(b)  # thread builtins: no loop bound or thread-independent condition reads them
-            if not all(bool(fn(env)) == taken for fn, taken in w.conds):
+            if conds and not all(bool(fn(env)) == taken for fn, taken in conds):
                 continue
             running += count
-            origin = [fn(env) for fn in w.coords]
+            origin = [fn(env) for fn in coords]
             for offsets, copies, unit in _parts(w, b, first, count):
-                for k in range(copies):
-                    who = unit if copies == 1 else first + k
-                    found.append((w.ref.param, origin, offsets, w.path, _Who(where, who)))
+                if copies == 1:
+                    found.append((param, origin, offsets, path, _Who(where, unit)))
+                else:
+                    found += [(param, origin, offsets, path, _Who(where, first + k)) for k in range(copies)]
         if w.unit == "role":
             # The role's threads copy a shared tile together; part of them write only their share of it.
             found = found[:1] if running == self.ctx.spans[role].threads else []
@@ -231,7 +236,7 @@ class _Who:
 
 def _parts(w, b, first, count):
     """[(per-dim (start, size) within the tile, copies, who)] that threads [first, first + count) write."""
-    whole = [(0, d) for d in w.shape]
+    whole = w.whole
     warp = b["warp"]
     if w.unit == "warpgroup":
         if count != 32 or not w.shape:
@@ -260,7 +265,10 @@ def _box(dims, origin, offsets):
             start, extent = offsets[d - lead]
             lo = origin[d] + start
             hi = lo + extent
-        lo, hi = max(lo, 0), min(hi, size)
+        if lo < 0:
+            lo = 0
+        if hi > size:
+            hi = size
         if lo >= hi:
             return None
         box.append((lo, hi))
@@ -301,8 +309,11 @@ def _check(ctx):
         env["block.x"], env["block.y"], env["block.z"] = x, y, z
         walk.block(label)
     inputs = ", ".join("%s=%d" % (n, symbols[n]) for n in ctx.symbols if n in symbols)
+    pieces = {}
+    for p in walk.pieces:
+        pieces.setdefault(p[0], []).append(p)
     for name, ws in writers.items():
-        found = _param(ctx, name, ws, [p for p in walk.pieces if p[0] == name], env, inputs)
+        found = _param(ctx, name, ws, pieces.get(name, []), env, inputs)
         if found:
             return found
     return None
