@@ -58,6 +58,17 @@ def test_walk_from_another_root():
     assert [p for p, _ in paths.walk(expr, "e")] == ["e", "e.binary", "e.binary.lhs"]
 
 
+def test_walk_of_some_types_skips_the_others_and_what_lies_below_them(gemm):
+    outside_exprs = frozenset(d.full_name for d in ir_pb2.DESCRIPTOR.message_types_by_name.values()
+                              if d.name not in ("Expr", "BinaryExpr"))
+    every = list(paths.walk(gemm))
+    some = list(paths.walk(gemm, types=outside_exprs))
+    assert [p for p, n in some] == [p for p, n in every if ".binary" not in p and n.DESCRIPTOR.name != "Expr"]
+    assert len(some) < len(every)
+    ops_only = frozenset(("cake.ir.v1.Kernel", "cake.ir.v1.Role", "cake.ir.v1.Op", "cake.ir.v1.Loop"))
+    assert {n.DESCRIPTOR.name for _, n in paths.walk(gemm, types=ops_only)} == {"Kernel", "Role", "Op", "Loop"}
+
+
 def test_resolve_finds_each_walked_node(gemm):
     for path, node in paths.walk(gemm):
         assert paths.resolve(gemm, path) == node

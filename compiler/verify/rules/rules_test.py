@@ -48,6 +48,20 @@ def test_clusters_stmatrix_and_proxy_fence_on_sm80():
     assert _paths(k, "CAKE-TARGET-006") == ["kernel.launch"]
 
 
+def test_cluster_rank_in_an_op_on_sm80():
+    k = ring()
+    k.target = ir_pb2.TARGET_SM_80
+    k.roles[0].body[0].branch.cond.binary.rhs.CopyFrom(as_expr("cluster.rank"))
+    assert _paths(k, "CAKE-TARGET-006") == ["kernel.roles[0].body[0].branch.cond.binary.rhs"]
+
+
+def test_incomplete_expressions_outside_and_inside_ops():
+    k = ring()
+    k.launch.grid[0].Clear()
+    k.roles[0].body[0].branch.cond.binary.op = 0
+    assert _paths(k, "CAKE-STRUCT-005") == ["kernel.launch.grid[0]", "kernel.roles[0].body[0].branch.cond.binary"]
+
+
 def test_unknown_target():
     k = ring()
     k.target = 0
