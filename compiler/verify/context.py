@@ -14,6 +14,7 @@ from cake.ir.v1 import ir_pb2
 from compiler import targets
 from compiler.ir import enums, paths, roles, scalars, smem_layout
 from compiler.ir import oprefs
+from compiler.ir.shapes import window_shape
 from compiler.targets import database, op_features
 from compiler.verify import exprs
 
@@ -62,6 +63,31 @@ class OpSite:
         if self._globals is None:
             self._globals = tuple(oprefs.globals_(self.kind, self.msg)) if self.msg is not None else ()
         return self._globals
+
+
+class TileUse:
+    """One tile operand of an op (oprefs.tiles' field, TileRef and access) with what the rules and the model read
+    of it, read from the proto once: its region's name and (index, Region) or None, its stage Expr or None, and
+    its windows with their starts and sizes."""
+
+    __slots__ = ("field", "ref", "access", "name", "hit", "stage", "windows", "starts", "sizes")
+
+    def __init__(self, field, ref, access, regions):
+        self.field, self.ref, self.access = field, ref, access
+        self.name = ref.region
+        self.hit = regions.get(self.name)
+        self.stage = ref.stage if ref.HasField("stage") else None
+        self.windows = tuple(ref.window)
+        self.starts = tuple(w.start for w in self.windows)
+        self.sizes = tuple(w.size for w in self.windows)
+
+    @property
+    def region(self):
+        return self.hit[1] if self.hit is not None else None
+
+    def shape(self):
+        """The shape it covers (compiler/ir/shapes.py), a new list; its region must be declared."""
+        return window_shape(self.sizes, self.hit[1])
 
 
 def _index(items):
@@ -150,15 +176,11 @@ class Context:
         return by_path.get(path)
 
     def operands(self, site):
-        """(field, TileRef, access, region name, (index, Region) or None) of the op's tile operands: site.tiles()
-        with their regions looked up (computed once: most rules ask, and each read of a proto field costs)."""
+        """The op's tile operands as TileUses, in site.tiles() order (computed once: most rules and the model
+        read them)."""
         found = site._operands
         if found is None:
-            found = []
-            for field, ref, access in site.tiles():
-                name = ref.region
-                found.append((field, ref, access, name, self.regions.get(name)))
-            found = site._operands = tuple(found)
+            found = site._operands = tuple(TileUse(field, ref, access, self.regions) for field, ref, access in site.tiles())
         return found
 
     def sites(self, *kinds):

@@ -57,11 +57,11 @@ class DataOps:
         try:
             for u, b in r.cls.units(level):
                 env.update(b)
-                key = (r.cls.role_index, unit, b[unit]) if unit else None
+                writer = (r.cls.role_index, unit, b[unit]) if unit else None
                 box = tile.box(env)
-                if (key, box) not in seen:
-                    seen.add((key, box))
-                    out.append((key, box))
+                if (writer, box) not in seen:
+                    seen.add((writer, box))
+                    out.append((writer, box))
                 if tile.grain is None and len(out) > 1:  # every unit writes the same box: two make the overlap
                     break
         finally:

@@ -26,6 +26,7 @@ from cake.ir.v1 import ir_pb2
 from compiler.ir import operands, oprefs, phases
 from compiler.ir.dtypes import DTYPE_BYTES
 from compiler.verify import exprs, threads
+from compiler.verify.context import TileUse
 
 SHARED, REGISTER, TENSOR = ir_pb2.MEMORY_SPACE_SHARED, ir_pb2.MEMORY_SPACE_REGISTER, ir_pb2.MEMORY_SPACE_TENSOR
 
@@ -141,22 +142,20 @@ class _Compiler:
         self.read |= exprs.names(e)
         return exprs.compile_expr(e)
 
-    def tile(self, ref, field, name, hit):
-        """The Tile of `ref` (region `name`, its (index, Region) `hit`), None when the region is unknown."""
-        if hit is None:
+    def tile(self, u):
+        """The Tile of TileUse `u` (context.py), None when its region is unknown."""
+        if u.hit is None:
             return None
-        index = hit[0]
+        index = u.hit[0]
         facts = self.facts[index]
-        stage = self.expr(ref.stage) if ref.HasField("stage") else None
+        stage = self.expr(u.stage) if u.stage is not None else None
         window, used = None, set()
-        dims = ref.window
-        if dims and len(dims) == len(facts[3]):
-            starts = [(w.start, w.size) for w in dims]
-            window = tuple((exprs.compile_expr(start), size) for start, size in starts)
-            for start, _ in starts:
+        if u.windows and len(u.windows) == len(facts[3]):
+            window = tuple((exprs.compile_expr(start), size) for start, size in zip(u.starts, u.sizes))
+            for start in u.starts:
                 used |= exprs.names(start)
             self.read |= used
-        return Tile(index, facts, stage, name in self.ctx.pipeline_of_region, field, window, grain(used),
+        return Tile(index, facts, stage, u.name in self.ctx.pipeline_of_region, u.field, window, grain(used),
                     tuple(sorted(used - threads.THREAD)))
 
     def barref(self, ref):
@@ -217,19 +216,19 @@ class _Compiler:
         n.reads, n.writes = [], []
         site = self.ctx.site(path)  # its tiles are computed once for the rules and the model
         if site is not None:
-            refs = self.ctx.operands(site)
+            uses = self.ctx.operands(site)
         else:
-            refs = [(f, ref, a, ref.region, self.ctx.regions.get(ref.region)) for f, ref, a in oprefs.tiles(kind, msg)]
-        for field, ref, access, name, hit in refs:
-            t = self.tile(ref, field, name, hit)
+            uses = [TileUse(f, ref, a, self.ctx.regions) for f, ref, a in oprefs.tiles(kind, msg)]
+        for u in uses:
+            t = self.tile(u)
             if t is None:
                 continue
-            if kind == "mma" and field == "acc":
+            if kind == "mma" and u.field == "acc":
                 n.acc = t
                 continue
-            if access in (oprefs.R, oprefs.RW):
+            if u.access in (oprefs.R, oprefs.RW):
                 n.reads.append(t)
-            if access in (oprefs.W, oprefs.RW):
+            if u.access in (oprefs.W, oprefs.RW):
                 n.writes.append(t)
         for name in sorted(self.ctx.names_read(path, msg) & self.scalars.keys()) if self.scalars else ():
             index = self.scalars[name]

@@ -782,8 +782,9 @@ def _writer_roles(ctx):
     """Region index -> roles that write it (to tell a race from a read of never-written data)."""
     out = {}
     for site in ctx.ops:
-        for _, _, access, _, hit in ctx.operands(site):
-            if hit and access != oprefs.R:
+        for u in ctx.operands(site):
+            hit = u.hit
+            if hit and u.access != oprefs.R:
                 out.setdefault(hit[0], set()).add(site.role_index)
     return out
 

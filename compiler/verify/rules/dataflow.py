@@ -13,21 +13,21 @@ def _written(ctx):
     for site in ctx.ops:
         if site.msg is None:
             continue
-        for _, _, access, name, _ in ctx.operands(site):
-            if access != oprefs.R:
-                out.add(name)
+        for u in ctx.operands(site):
+            if u.access != oprefs.R:
+                out.add(u.name)
     return out
 
 
 def _reads(ctx, site):
     """Names of the regions an op reads: tile operands, and register scalars its expressions read."""
-    for field, _, access, name, _ in ctx.operands(site):
-        if site.kind == "mma" and field == "acc":
+    for u in ctx.operands(site):
+        if site.kind == "mma" and u.field == "acc":
             if not site.msg.HasField("accumulate") or exprs.constant(site.msg.accumulate) == 0:
                 continue
-        elif access == oprefs.W:
+        elif u.access == oprefs.W:
             continue
-        yield name
+        yield u.name
     yield from sorted(ctx.names_read(site.path, site.msg) & ctx.scalars[site.role_index].keys())
 
 

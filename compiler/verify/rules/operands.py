@@ -40,13 +40,13 @@ _MMA_INPUTS = {ir_pb2.DTYPE_BF16, ir_pb2.DTYPE_F16, ir_pb2.DTYPE_FP8_E4M3, ir_pb
 
 
 def _operands(ctx):
-    """(site, field, TileRef, Region) for every resolvable tile operand."""
+    """(site, TileUse, Region) for every resolvable tile operand."""
     for site in ctx.ops:
         if site.msg is None:
             continue
-        for field, ref, _, _, hit in ctx.operands(site):
-            if hit is not None:
-                yield site, field, ref, hit[1]
+        for u in ctx.operands(site):
+            if u.hit is not None:
+                yield site, u, u.hit[1]
 
 
 def _space(space):
@@ -62,12 +62,12 @@ def ranks(ctx):
     for site in ctx.ops:
         if site.msg is None:
             continue
-        for field, ref, _, _, hit in ctx.operands(site):
-            region = hit[1] if hit else None
-            if region is not None and ref.window and len(ref.window) != len(region.shape):
-                yield Finding(site.path, "window of `%s` has %d dims; the region has %d" % (ref.region, len(ref.window), len(region.shape)))
+        for u in ctx.operands(site):
+            region = u.region
+            if region is not None and u.windows and len(u.windows) != len(region.shape):
+                yield Finding(site.path, "window of `%s` has %d dims; the region has %d" % (u.name, len(u.windows), len(region.shape)))
         globals_ = site.globals()
-        tiles = [(ref, hit[1] if hit else None) for _, ref, _, _, hit in ctx.operands(site)] if globals_ else ()
+        tiles = [u for u in ctx.operands(site) if u.hit is not None] if globals_ else ()
         for field, g, _ in globals_:
             hit = ctx.params.get(g.param)
             if hit is None:
@@ -75,11 +75,11 @@ def ranks(ctx):
             rank = len(hit[1].shape)
             if len(g.coords) != rank:
                 yield Finding(site.path, "`%s` has rank %d but %d coordinates are given" % (g.param, rank, len(g.coords)))
-            for ref, region in tiles:
-                if region is not None and len(tile_shape(ref, region)) > rank:
+            for u in tiles:
+                if len(u.shape()) > rank:
                     yield Finding(
                         site.path, "moves a rank-%d tile of `%s` to or from rank-%d tensor `%s`"
-                        % (len(tile_shape(ref, region)), ref.region, rank, g.param),
+                        % (len(u.shape()), u.name, rank, g.param),
                     )
 
 
@@ -133,7 +133,8 @@ def _mma_dtypes(ctx, site):
     fix_hint="Use a region of the memory space (and fragment layout) the instruction requires.",
 )
 def spaces(ctx):
-    for site, field, ref, region in _operands(ctx):
+    for site, u, region in _operands(ctx):
+        field = u.field
         if site.kind == "mma":
             spec = _MMA.get(site.msg.kind, {}).get(field)
             if spec is None:
@@ -144,14 +145,14 @@ def spaces(ctx):
         if region.space not in allowed:
             yield Finding(
                 site.path, "%s.%s is %s region `%s`; it must be in %s" % (
-                    site.kind, field, _space(region.space), ref.region, " or ".join(sorted(_space(s) for s in allowed))),
-                (("`%s` is declared here" % ref.region, ctx.region_path(ref.region)),),
+                    site.kind, field, _space(region.space), u.name, " or ".join(sorted(_space(s) for s in allowed))),
+                (("`%s` is declared here" % u.name, ctx.region_path(u.name)),),
             )
         elif layout is not None and region.space == REGISTER and region.layout != layout:
             yield Finding(
                 site.path, "%s.%s needs a %s fragment; `%s` is %s" % (
-                    site.kind, field, short(L, layout), ref.region, short(L, region.layout)),
-                (("`%s` is declared here" % ref.region, ctx.region_path(ref.region)),),
+                    site.kind, field, short(L, layout), u.name, short(L, region.layout)),
+                (("`%s` is declared here" % u.name, ctx.region_path(u.name)),),
             )
 
 
@@ -172,14 +173,14 @@ def ownership(ctx):
             yield Finding(path, "shared region `%s` sets owner or layout, which only register regions have" % r.name)
         if private and (r.stages > 1 or r.swizzle):
             yield Finding(path, "%s region `%s` sets stages or swizzle, which only shared regions have" % (_space(r.space), r.name))
-    for site, field, ref, region in _operands(ctx):
+    for site, u, region in _operands(ctx):
         if region.space == REGISTER and region.owner in ctx.roles:
             owner = ctx.roles[region.owner][0]
             if owner != site.role_index:
                 yield Finding(
                     site.path, "role `%s` uses %s region `%s`, which role `%s` owns"
-                    % (ctx.kernel.roles[site.role_index].name, _space(region.space), ref.region, region.owner),
-                    (("`%s` is declared here" % ref.region, ctx.region_path(ref.region)),),
+                    % (ctx.kernel.roles[site.role_index].name, _space(region.space), u.name, region.owner),
+                    (("`%s` is declared here" % u.name, ctx.region_path(u.name)),),
                 )
     if not any(ctx.scalars):  # nothing else can be read across roles
         return
@@ -227,23 +228,24 @@ def _thread_envs(threads_, step):
     fix_hint="Shrink or move the window, or index a stage that exists.",
 )
 def windows(ctx):
-    for site, field, ref, region in _operands(ctx):
-        if ref.HasField("stage"):
-            stage = exprs.constant(ref.stage)
+    for site, u, region in _operands(ctx):
+        if u.stage is not None:
+            stage = exprs.constant(u.stage)
             if stage is not None and not 0 <= stage < max(1, region.stages):
-                yield Finding(site.path, "stage %d of `%s`, which has %d stages" % (stage, ref.region, max(1, region.stages)))
-        if len(ref.window) != len(region.shape):
+                yield Finding(site.path, "stage %d of `%s`, which has %d stages" % (stage, u.name, max(1, region.stages)))
+        if len(u.windows) != len(region.shape):
             continue
         role_threads = ctx.spans[site.role_index].threads
-        for dim, (w, extent) in enumerate(zip(ref.window, region.shape)):
-            span = _range(ctx, w.start, role_threads) if w.HasField("start") else (0, 0)
+        for dim, (w, extent) in enumerate(zip(u.windows, region.shape)):
+            span = _range(ctx, u.starts[dim], role_threads) if w.HasField("start") else (0, 0)
             if span is None:
                 continue
             lo, hi = span
-            if lo < 0 or hi + w.size > extent:
+            size = u.sizes[dim]
+            if lo < 0 or hi + size > extent:
                 yield Finding(
                     site.path, "window [%d, %d) along dim %d of `%s` leaves its extent %d"
-                    % (lo if lo < 0 else hi, (lo if lo < 0 else hi) + w.size, dim, ref.region, extent),
+                    % (lo if lo < 0 else hi, (lo if lo < 0 else hi) + size, dim, u.name, extent),
                 )
 
 

@@ -8,7 +8,6 @@ operands is compiler/ir/operands.py's; MMA shapes are CAKE-STRUCT-017's, fragmen
 from cake.ir.v1 import ir_pb2
 
 from compiler.ir import operands, oprefs, scalars
-from compiler.ir.shapes import tile_shape
 from compiler.verify.context import short
 from compiler.verify.registry import Finding, rule
 
@@ -19,10 +18,10 @@ L = ir_pb2.FragmentLayout
 class _Tile:
     """A resolved tile operand: its region and the shape it covers."""
 
-    def __init__(self, ref, region):
-        self.ref, self.region = ref, region
-        self.name = ref.region
-        self.shape = tile_shape(ref, region)
+    def __init__(self, use):
+        self.region = region = use.region
+        self.name = use.name
+        self.shape = use.shape()
         self.register = region.space == REGISTER
         self.layout = region.layout if self.register else None
 
@@ -30,9 +29,10 @@ class _Tile:
         return "`%s` %s" % (self.name, self.shape)
 
 
-def _tile(ctx, ref):
-    region = ctx.region(ref.region)
-    return _Tile(ref, region) if region is not None else None
+def _tile(ctx, site, field):
+    """The op's tile operand `field` (as oprefs.tiles names it), None when its region is not declared."""
+    use = next((u for u in ctx.operands(site) if u.field == field), None)
+    return _Tile(use) if use is not None and use.hit is not None else None
 
 
 def _without(shape, axis):
@@ -55,7 +55,7 @@ def _same_shape(site, what, a, b):
 
 def _elementwise(ctx, site):
     m = site.msg
-    dst = _tile(ctx, m.dst)
+    dst = _tile(ctx, site, "dst")
     arity = operands.ELEMENTWISE_ARITY.get(m.op)
     if arity is not None and len(m.srcs) != arity:
         yield Finding(site.path, "%s takes %d operands, not %d" % (short(ir_pb2.ElementwiseOp, m.op), arity, len(m.srcs)))
@@ -70,7 +70,7 @@ def _elementwise(ctx, site):
             yield Finding(site.path, "coord(%d) of the rank-%d destination %s" % (s.coord, len(dst.shape), dst))
         if kind != "tile":
             continue
-        src = _tile(ctx, s.tile)
+        src = _tile(ctx, site, "srcs[%d].tile" % i)
         if src is None:
             continue
         if src.register and dst.register:
@@ -88,11 +88,11 @@ def _copy(ctx, site):
     m = site.msg
     if m.WhichOneof("src") != "src_tile" or m.WhichOneof("dst") != "dst_tile":
         for field in ("src_tile", "dst_tile"):
-            t = _tile(ctx, getattr(m, field)) if m.HasField(field) else None
+            t = _tile(ctx, site, field) if m.HasField(field) else None
             if t is not None and t.layout in operands.OPERAND_FRAGMENTS:
                 yield Finding(site.path, "%s is an mma.sync operand fragment: ldmatrix loads it" % t)
         return
-    src, dst = _tile(ctx, m.src_tile), _tile(ctx, m.dst_tile)
+    src, dst = _tile(ctx, site, "src_tile"), _tile(ctx, site, "dst_tile")
     if src is None or dst is None:
         return
     if src.register and dst.register and scalars.is_scalar(src.region) and scalars.is_scalar(dst.region):
@@ -106,7 +106,7 @@ def _copy(ctx, site):
 
 def _reduce(ctx, site):
     m = site.msg
-    src, dst = _tile(ctx, m.src), _tile(ctx, m.dst)
+    src, dst = _tile(ctx, site, "src"), _tile(ctx, site, "dst")
     if src is None or dst is None:
         return
     if not 0 <= m.axis < len(src.shape):
@@ -120,7 +120,7 @@ def _reduce(ctx, site):
 
 def _arg_reduce(ctx, site):
     m = site.msg
-    src, values, indices = _tile(ctx, m.src), _tile(ctx, m.values), _tile(ctx, m.indices)
+    src, values, indices = _tile(ctx, site, "src"), _tile(ctx, site, "values"), _tile(ctx, site, "indices")
     if src is None or values is None or indices is None:
         return
     if values.shape != indices.shape:
@@ -140,7 +140,7 @@ def _arg_reduce(ctx, site):
 
 def _scan(ctx, site):
     m = site.msg
-    src, dst = _tile(ctx, m.src), _tile(ctx, m.dst)
+    src, dst = _tile(ctx, site, "src"), _tile(ctx, site, "dst")
     if src is None or dst is None:
         return
     if not 0 <= m.axis < len(src.shape):
@@ -150,7 +150,7 @@ def _scan(ctx, site):
 
 def _tri_solve(ctx, site):
     m = site.msg
-    a, x = _tile(ctx, m.a), _tile(ctx, m.x)
+    a, x = _tile(ctx, site, "a"), _tile(ctx, site, "x")
     if a is None or x is None:
         return
     if len(a.shape) != 2 or a.shape[0] != a.shape[1]:
@@ -158,7 +158,7 @@ def _tri_solve(ctx, site):
     elif len(x.shape) != 2 or x.shape[0] != a.shape[0]:
         yield Finding(site.path, "the solution %s needs %d rows, one per row of %s" % (x, a.shape[0], a))
     elif m.HasField("b"):
-        b = _tile(ctx, m.b)
+        b = _tile(ctx, site, "b")
         if b is not None:
             yield from _same_shape(site, "right-hand sides and solution", b, x)
     elif x.shape[1] != a.shape[0]:
@@ -167,10 +167,10 @@ def _tri_solve(ctx, site):
 
 def _atomic(ctx, site):
     m = site.msg
-    src = _tile(ctx, m.src)
+    src = _tile(ctx, site, "src")
     hit = ctx.params.get(m.dst.param)
     if m.HasField("index") and src is not None:
-        index = _tile(ctx, m.index)
+        index = _tile(ctx, site, "index")
         if index is not None and (not operands.one_per_row(L.FRAGMENT_LAYOUT_ROW_PER_THREAD, index.shape)
                                   or _rows_of(index) != _rows_of(src)):
             yield Finding(site.path, "the scatter index %s must give one row index for each of the %d rows of %s" % (
@@ -181,7 +181,7 @@ def _atomic(ctx, site):
 
 def _matrix_move(ctx, site, fragment_field, shared_field):
     m = site.msg
-    frag, tile = _tile(ctx, getattr(m, fragment_field)), _tile(ctx, getattr(m, shared_field))
+    frag, tile = _tile(ctx, site, fragment_field), _tile(ctx, site, shared_field)
     if frag is None or tile is None:
         return
     want = [frag.shape, frag.shape[::-1]] if getattr(m, "transpose", False) else [frag.shape]
@@ -222,7 +222,7 @@ def operand_shapes(ctx):
         check = _CHECKS.get(site.kind)
         if check is None or site.path in rejected:
             continue
-        if any(ctx.region_path(ref.region) in rejected for _, ref, _ in site.tiles()):
+        if rejected and any(ctx.region_path(u.name) in rejected for u in ctx.operands(site)):
             continue
         yield from check(ctx, site)
 

@@ -72,8 +72,8 @@ def _refs(ctx):
     for site in ctx.ops:
         if site.msg is None:
             continue
-        for _, _, _, name, _ in ctx.operands(site):
-            yield site.path, "region", name, ctx.regions
+        for u in ctx.operands(site):
+            yield site.path, "region", u.name, ctx.regions
         for field, ref, _ in site.globals():
             yield site.path, "tensor param", ref.param, ctx.params
         name = oprefs.barrier_name(site.kind, site.msg)
@@ -241,9 +241,9 @@ def positive_sizes(ctx):
     for site in ctx.ops:
         if site.msg is None:
             continue
-        for field, ref, _ in site.tiles():
-            if any(w.size <= 0 for w in ref.window):
-                yield Finding(site.path, "a window of `%s` has a size that is not positive" % ref.region)
+        for u in ctx.operands(site):
+            if any(size <= 0 for size in u.sizes):
+                yield Finding(site.path, "a window of `%s` has a size that is not positive" % u.name)
         if site.kind == "mbarrier_expect_tx" and site.msg.bytes <= 0:
             yield Finding(site.path, "expect_tx of %d bytes" % site.msg.bytes)
 
