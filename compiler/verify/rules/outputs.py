@@ -331,9 +331,15 @@ def _param(ctx, name, ws, pieces, env, inputs):
         box = _box(dims, origin, offsets)
         if box is not None:
             boxes.append((box, path, label))
-    cuts = [sorted({0, size}.union(*({lo, hi} for lo, hi in (b[0][d] for b in boxes)))) for d, size in enumerate(dims)]
+    cuts = []
+    for d, size in enumerate(dims):
+        edges = {0, size}
+        for b in boxes:
+            edges.update(b[0][d])
+        cuts.append(sorted(edges))
     where = [{c: i for i, c in enumerate(axis)} for axis in cuts]
-    if math.prod(len(axis) - 1 for axis in cuts) > MAX_CELLS:
+    cells = math.prod(len(axis) - 1 for axis in cuts)
+    if cells > MAX_CELLS:
         return None
     decl = (("`%s` is declared here" % name, "kernel.params[%d]" % index),)
     owner = {}
@@ -353,7 +359,8 @@ def _param(ctx, name, ws, pieces, env, inputs):
                 notes = (("the other write", first[0]),) + decl
             return "overlap", Finding(
                 path, message + ": every element of an output is written exactly once (found with %s)" % inputs, notes)
-    for cell in itertools.product(*(range(len(axis) - 1) for axis in cuts)):
+    # The cells boxes cover are the tensor's: with as many owners as it has cells, none is a hole.
+    for cell in itertools.product(*(range(len(axis) - 1) for axis in cuts)) if len(owner) < cells else ():
         if cell not in owner:
             written = sum(math.prod(hi - lo for lo, hi in box) for box, _, _ in boxes)
             return "hole", Finding(
