@@ -5,7 +5,8 @@
 
 Prints one line per program and writes the results in the shared layout (/work/shared/notes/results.md:
 "verify" rows keyed by program, the `cake` impl's check, median, p10 and p90) with the machine's details,
-its load average before and after the run and the run's niceness: other work on the machine inflates the
+its load average before and after the run, how many cores other processes kept busy meanwhile (from
+/proc/stat, less this process's own CPU time) and the run's niceness: other work on the machine inflates the
 medians. Each program is parsed once; `verify` (with its source map) is timed once per round over all programs,
 `--runs` rounds. The check is the corpus test's: a good program or neighbour verifies clean, a known-bad one reports exactly its expected
 error (id at path).
@@ -79,13 +80,25 @@ def check(text, diags):
     return {"passed": False, "message": "errors %s, expected %s" % (errors, want)}
 
 
+def _busy_seconds():
+    """CPU seconds the machine's cores have spent busy since boot (/proc/stat), None where it cannot be read."""
+    try:
+        with open("/proc/stat") as f:
+            user, nice, system, idle, iowait, irq, softirq, steal = (int(v) for v in f.readline().split()[1:9])
+    except (OSError, ValueError):
+        return None
+    return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--runs", type=int, default=30)
     parser.add_argument("--out", default=os.path.join(ROOT, "benchmarks", "results", "verify_speed.json"))
     args = parser.parse_args(argv)
     load_before = [round(x, 2) for x in os.getloadavg()]
+    busy, own, wall = _busy_seconds(), time.process_time(), time.perf_counter()
     results = measure(programs(), args.runs)
+    busy_after, own, wall = _busy_seconds(), time.process_time() - own, time.perf_counter() - wall
     for name, r in results.items():
         print("%-50s median %7.2f ms  p10 %7.2f  p90 %7.2f  (%d diagnostics%s)"
               % (name, r["median_ms"], r["p10_ms"], r["p90_ms"], r["diagnostics"],
@@ -96,7 +109,8 @@ def main(argv=None):
     print("median of medians %.2f ms; slowest %s %.2f ms; %d of %d at or above %.0f ms"
           % (statistics.median(medians.values()), worst[0], worst[1], len(above), len(medians), TARGET_MS))
     record = machine()  # its load average: other work on the machine inflates medians
-    record.update(load_average_before=load_before, load_average_after=record.pop("load_average"))
+    record.update(load_average_before=load_before, load_average_after=record.pop("load_average"),
+                  other_processes_busy_cores=None if busy is None else round((busy_after - busy - own) / wall, 2))
     report = {
         "what": "median wall time of compiler.verify.verify per corpus program (parsed once, source map included)",
         "machine": record,
