@@ -1,6 +1,7 @@
 """Structure rules: names are identifiers, unique and resolvable; enums set; expressions complete; sizes positive."""
 
 import functools
+import itertools
 
 from cake.ir.v1 import ir_pb2
 
@@ -125,23 +126,54 @@ _ELSEWHERE = {"Target", "Metric", "BinaryOp", "FragmentLayout"}
     fix_hint="Set the field to one of the values the message's enum lists in ir.proto.",
 )
 def enums_set(ctx):
-    for path, node in paths.walk(ctx.kernel, types=_enum_holders(ctx.kernel.DESCRIPTOR)):
-        checked, required = _enum_fields(node.DESCRIPTOR)
-        if not checked:
-            continue
-        for field, value in node.ListFields():
-            if field.name in checked:
-                yield from _check_enum(path, field, value)
+    holders = _enum_holders(ctx.kernel.DESCRIPTOR)
+    if ctx.too_deep:  # ops nested beyond MAX_NESTING are no sites: walk to every op
+        nodes = paths.walk(ctx.kernel, types=holders)
+    else:  # the nodes outside ops, then each op's message (its site has its path)
+        inside = _outside_ops(holders)
+        nodes = itertools.chain(paths.walk(ctx.kernel, types=inside), _op_messages(ctx, inside))
+    for path, node in nodes:
+        fields, required = _enum_fields(node.DESCRIPTOR)
+        for name, repeated, defined, enum in fields:
+            value = getattr(node, name)
+            for v in value if repeated else (value,):
+                if v not in defined:
+                    yield Finding(path, "%s is %d, which %s does not define" % (name, v, enum))
         for name in required:
             if getattr(node, name) == 0 and _needed(node, name):
                 yield Finding(path, "%s.%s is not set" % (node.DESCRIPTOR.name, name))
 
 
+def _op_messages(ctx, types):
+    """(path, node) of every op's message, and of the nodes of `types` below it outside its bodies."""
+    for site in ctx.ops:
+        if site.msg is None:
+            continue
+        if _has_fields_of(site.msg.DESCRIPTOR, types):
+            yield from paths.walk(site.msg, site.path, types)
+        else:
+            yield site.path, site.msg
+
+
+@functools.lru_cache(maxsize=None)
+def _outside_ops(types):
+    """`types` without Op: a walk through them stops at role and loop bodies."""
+    return frozenset(types - {ir_pb2.Op.DESCRIPTOR.full_name})
+
+
+@functools.lru_cache(maxsize=None)
+def _has_fields_of(descriptor, types):
+    """Whether messages of this type have fields of one of `types`."""
+    return any(f.message_type is not None and f.message_type.full_name in types for f in descriptor.fields)
+
+
 @functools.lru_cache(maxsize=None)
 def _enum_fields(descriptor):
-    """(names of the enum fields this rule checks, names of those that must be set, in declaration order)."""
+    """((name, repeated, the numbers its enum defines, the enum's name) of each enum field this rule checks,
+    names of those that must be set), in declaration order. (An unset enum field reads 0, which every proto3 enum
+    defines: reading every field finds what ListFields' set ones would.)"""
     fields = [f for f in descriptor.fields if f.enum_type is not None and f.enum_type.name not in _ELSEWHERE]
-    return (frozenset(f.name for f in fields),
+    return (tuple((f.name, f.is_repeated, frozenset(f.enum_type.values_by_number), f.enum_type.name) for f in fields),
             tuple(f.name for f in fields if not f.is_repeated and _required(f.enum_type)))
 
 
@@ -166,13 +198,6 @@ def _enum_holders(root):
                 holders.add(name)
                 grown = True
     return frozenset(holders)
-
-
-def _check_enum(path, field, value):
-    values = value if field.is_repeated else [value]
-    for v in values:
-        if v not in field.enum_type.values_by_number:
-            yield Finding(path, "%s is %d, which %s does not define" % (field.name, v, field.enum_type.name))
 
 
 def _needed(node, field):
