@@ -148,6 +148,9 @@ class _Compiler:
             return None
         index = u.hit[0]
         facts = self.facts[index]
+        ring = u.name in self.ctx.pipeline_of_region
+        if u.stage is None and not u.windows:  # the whole of an unstaged region: nothing to compile
+            return Tile(index, facts, None, ring, u.field, None)
         stage = self.expr(u.stage) if u.stage is not None else None
         window, used = None, set()
         if u.windows and len(u.windows) == len(facts[3]):
@@ -155,8 +158,7 @@ class _Compiler:
             for start in u.starts:
                 used |= exprs.names(start)
             self.read |= used
-        return Tile(index, facts, stage, u.name in self.ctx.pipeline_of_region, u.field, window, grain(used),
-                    tuple(sorted(used - threads.THREAD)))
+        return Tile(index, facts, stage, ring, u.field, window, grain(used), tuple(sorted(used - threads.THREAD)))
 
     def barref(self, ref):
         hit = self.ctx.barriers.get(ref.barrier)
