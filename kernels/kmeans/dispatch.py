@@ -5,7 +5,8 @@ Choosing (`pick`), in order, for a problem (B, N, K, D):
    AssignVariant); it must admit D.
 2. A measured winner: an exact shape autotuned in this process (`autotune=True`), else
    the tuning databases' entry for the shape's bucket (kernels/kmeans/tuning/*.json:
-   h200.json from bench_dispatch, h200_rest.json from tune_rest for the buckets it left;
+   h200.json from bench_dispatch, h200_rest.json from tune_rest for the buckets it left,
+   entries of both re-timed by tune_cover with the consumer counts first left untried;
    keyed by device, toolchain and bucket: domain.json's D, K and B*N edges), else the
    entry of the bucket one B*N step smaller, then one larger (same D and K): the buckets
    neither tuning run measured (too large, or out of memory) have no entry of their own.

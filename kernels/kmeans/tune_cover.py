@@ -154,7 +154,8 @@ def main():
     log("%d entries to cover" % len(plan))
     # flashlib's Triton kernels compile once per shape: in worker processes while step 1 runs.
     pool, _ = bench_dispatch.start_flashlib_compiles([s for s, _ in validation_shapes({key for _, key, _, _ in plan})], 12)
-    tune_rest.compile_all({(v, dt) for _, _, _, cands in plan for v in cands for dt in variants.DTYPES})
+    env["toolchain"] = " | ".join(sorted(tune_rest.compile_all({(v, dt) for _, _, _, cands in plan
+                                                               for v in cands for dt in variants.DTYPES})))
     t_compiled = time.time()
     tuned = cover(dbs, plan, env, t_compiled + args.cover_s, log)
     os.makedirs(args.db_dir, exist_ok=True)
