@@ -74,11 +74,11 @@ def share(left, threads, target_name, cap=None):
     return min(cap, left // max(1, threads) // legal.step * legal.step)
 
 
-def producer_consumer_split(target_name, producer_threads, producer, consumer_threads, cap=None, min_blocks=1):
+def producer_consumer_split(target_name, producer_threads, producer, consumer_threads, cap=None):
     """(producer, consumer) budgets of a block of one producer role holding `producer` registers per thread
-    and consumer roles sharing what it leaves of the launch pool (`min_blocks` blocks per SM)."""
+    and consumer roles sharing what it leaves of the launch pool (min_blocks_per_sm 1)."""
     threads = producer_threads + consumer_threads
-    left = threads * launch_budget(threads, min_blocks, database.limits(target_name)) - producer_threads * producer
+    left = threads * launch_budget(threads, 1, database.limits(target_name)) - producer_threads * producer
     return producer, share(left, consumer_threads, target_name, cap)
 
 

@@ -39,7 +39,5 @@ def test_consumers_share_what_the_producer_leaves_of_the_pool_in_legal_budgets()
     assert registers.producer_consumer_split("sm_90a", 128, 40, 256) == (40, 232)
     assert registers.producer_consumer_split("sm_90a", 128, 24, 512) == (24, 112)  # 640 threads start at 96: 58368 left over 512
     assert registers.producer_consumer_split("sm_90a", 128, 40, 128, cap=240) == (40, 240)  # 464 left: capped
-    # Two blocks per SM: 640 threads start at 48 (65536 / 1280, in steps of 8); 27648 left over 512: 54, down to 48.
-    assert registers.producer_consumer_split("sm_90a", 128, 24, 512, min_blocks=2) == (24, 48)
     assert registers.share(10_000, 48, "sm_90a") == 208  # 208.3 rounded down to a multiple of 8
     assert registers.share(100_000, 128, "sm_90a") == 256  # never above setmaxnreg's maximum

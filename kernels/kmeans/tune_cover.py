@@ -1,15 +1,14 @@
-"""Time the parameter values the KMeans tunings never tried, and re-measure the shapes where flashlib won.
+"""Time the consumer counts the KMeans tunings never tried, and re-measure the shapes where flashlib won.
 
 bench_dispatch and tune_rest timed, per bucket, the cost model's first choices. The cost
 model ranks the consumer count (warpgroups of 64 points per block) poorly where the
 epilogue is short: in the small-D, small-K buckets it never offered four consumers, and
-there the tuned kernels were slower than flashlib on 29 of 416 validation shapes; and
-blocks per SM > 1 (variants.py) came after both. One run, in this order:
+there the tuned kernels were slower than flashlib on 29 of 416 validation shapes. One
+run, in this order:
 1. cover: for every entry of tuning/h200.json and tuning/h200_rest.json whose winner takes
-   at least --min-ms and whose timed candidates lack a value of an axis (consumers,
-   blocks per SM), time at the entry's shape, in the same run, its winner and, for each
-   missing value, the winner with only that parameter moved (else every variant on its
-   tiles with that value; else, for consumers, the cost model's best on its feature tile):
+   at least --min-ms and whose timed candidates lack a consumer count, time at the
+   entry's shape, in the same run, its winner and, for each missing count, the winner
+   with that count (else the cost model's best with it on the same feature tile):
    runtime.timing.time_kernel (cold L2, CUDA events, median, outputs verified), narrow
    features first, until --cover-s. The entry becomes this run's fastest, with this
    run's times; the entry it replaces is kept under "earlier";
@@ -17,10 +16,12 @@ blocks per SM > 1 (variants.py) came after both. One run, in this order:
    where flashlib was faster, then the others whose bucket's entry changed, each checked
    by the runtime's oracle (normal and clustered inputs) and then timed beside flashlib
    0.4.0 (bench_dispatch.measure), until --deadline-s.
-Results in bench_dispatch's layout: benchmarks/results/kmeans_cover_h200.json (consumers,
-2026-12-02), kmeans_cover_blocks_h200.json (blocks per SM).
+The result file is benchmarks/results/kmeans_cover_h200.json (bench_dispatch's layout).
+kmeans_cover_blocks_h200.json is a later run of it over a family with 2-4 blocks per SM
+for narrow tiles (07755b2), kept for its figures: those variants lost at every entry and
+were removed.
 
-    python3 -m kernels.kmeans.tune_cover --out $OUT/kmeans_cover_blocks_h200.json --db-dir $OUT/tuning
+    python3 -m kernels.kmeans.tune_cover --out $OUT/kmeans_cover_h200.json --db-dir $OUT/tuning
 """
 
 import argparse
@@ -31,24 +32,22 @@ import time
 from kernels.kmeans import bench_dispatch, dispatch, tune_rest, variants
 
 DATABASES = ("h200.json", "h200_rest.json")
-RESULTS = ("kmeans_dispatch_h200.json", "kmeans_rest_h200.json", "kmeans_cover_h200.json")  # oldest first
+RESULTS = ("kmeans_dispatch_h200.json", "kmeans_rest_h200.json", "kmeans_cover_h200.json",
+           "kmeans_cover_blocks_h200.json")  # oldest first
 RESULTS_DIR = os.path.join(os.path.dirname(os.path.dirname(dispatch.HERE)), "benchmarks", "results")
 
 
-# The parameters a cover run moves, and their values.
-AXES = {"consumers": variants.CONSUMERS, "blocks": (1,) + variants.MULTI_BLOCKS}
+def consumers_of(name):
+    v = variants.BY_NAME.get(name)
+    return v.consumers if v else None
 
 
-def along(winner, axis, value, shape):
-    """Variants to time for `axis` = `value` from `winner`: the winner with only that parameter moved; else every
-    variant on its tiles with that value; else (consumers) the cost model's best on its feature tile with it."""
-    same = [v for v in variants.VARIANTS if (v.d, v.block_k) == (winner.d, winner.block_k) and getattr(v, axis) == value]
-    moved = [v for v in same if all(getattr(v, a) == getattr(winner, a) for a in AXES if a != axis)]
-    if moved or same:
-        return moved or same
-    if axis != "consumers":
-        return []
-    return [v for v in variants.rank(shape) if v.d == winner.d and v.consumers == value][:1]
+def along_consumers(winner, consumers, shape):
+    """The winner with another consumer count (one parameter moved), else the cost model's best with that count."""
+    v = variants.make(winner.d, winner.block_k, consumers)
+    if v in variants.VARIANTS:
+        return v
+    return next((v for v in variants.rank(shape) if v.d == winner.d and v.consumers == consumers), None)
 
 
 def tried(entry):
@@ -61,7 +60,7 @@ def tried(entry):
 
 
 def cover_plan(dbs, min_ms):
-    """(database name, key, shape, candidates) for each entry whose timed candidates miss a value of an axis."""
+    """(database name, key, shape, candidates) for each entry whose timed candidates miss a consumer count."""
     out = []
     for name, db in dbs.items():
         for key, entry in sorted(db.entries.items()):
@@ -69,12 +68,11 @@ def cover_plan(dbs, min_ms):
             winner = variants.BY_NAME.get(entry.get("variant"))
             if winner is None or not times or min(times.values()) < min_ms:
                 continue
-            timed = [variants.BY_NAME[n] for n in tried(entry) if n in variants.BY_NAME]
+            missing = set(variants.CONSUMERS) - {consumers_of(n) for n in tried(entry)}
+            if not missing:
+                continue
             shape = {s: entry["shape"][s] for s in ("B", "N", "K", "D")}
-            cands = [winner]
-            for axis, values in AXES.items():
-                for value in sorted(set(values) - {getattr(v, axis) for v in timed}):
-                    cands += [v for v in along(winner, axis, value, shape) if v not in cands]
+            cands = [winner] + [v for v in (along_consumers(winner, c, shape) for c in sorted(missing)) if v]
             if len(cands) > 1:
                 out.append((name, key, shape, cands))
     # Narrow features first: that is where flashlib won (a run that stops early has covered those).
@@ -82,7 +80,7 @@ def cover_plan(dbs, min_ms):
 
 
 def cover(dbs, plan, env, deadline, log):
-    """Each planned entry re-timed with its candidates, until `deadline`; rows of what was timed."""
+    """Each planned entry re-timed with its missing consumer counts, until `deadline`; rows of what was timed."""
     import torch
 
     rows = []
@@ -96,7 +94,7 @@ def cover(dbs, plan, env, deadline, log):
             best = min(times, key=times.get)
             earlier = dbs[name].entries[key]
             dbs[name].remember(key, best, shape, times, "runtime timer (tune_cover): the earlier winner, and the winner "
-                               "moved to each consumer count and blocks per SM the earlier tuning left untried")
+                               "with each consumer count the earlier tuning left untried")
             dbs[name].entries[key]["earlier"] = earlier
             row["variant"] = best
             if earlier["variant"] in times:

@@ -10,10 +10,6 @@ finish before the next starts, this one is written for the H200's limits:
   serializes wgmma whenever a second group is in flight during an epilogue.)
 - Persistent blocks walk (problem, row block) tiles; the resident points are double
   buffered, so the next block's points load while this one's finish.
-- Where a tile's work is short (few features, one small centroid tile), each tile is a
-  serial chain (wait, wgmma, arg-min across lanes, store, release) that its consumers
-  cannot overlap; `blocks_per_sm=2` keeps two blocks' chains in flight on each SM, at
-  half the registers per thread.
 - Any N, K and D <= d: TMA zero-fills rows and features past the tensors' ends and the
   label store is bounds-checked; the caller pads c_sq to KP (a multiple of block_k)
   with +inf, so padded centroids (zero rows) score +inf and never win.
@@ -30,7 +26,7 @@ INF = math.inf
 
 
 def assign_sm90a_tuned(d=128, block_k=128, stages=3, x_stages=2, consumers=4, dtype="bf16",
-                       name="kmeans_assign_sm90a_tuned", blocks_per_sm=1):
+                       name="kmeans_assign_sm90a_tuned"):
     block_n = 64 * consumers
     kb = KernelBuilder(name, target="sm_90a")
     b_sym = kb.symbol("B", min=1, max=1 << 16, doc="independent problems")
@@ -52,7 +48,7 @@ def assign_sm90a_tuned(d=128, block_k=128, stages=3, x_stages=2, consumers=4, dt
     c = kb.tensor("c", dtype, [b_sym, kk, dd], doc="centroids, features contiguous")
     c_sq = kb.tensor("c_sq", "f32", [b_sym, kp], doc="squared centroid norms, from c as stored; +inf past K")
     labels = kb.tensor("labels", "i32", [b_sym, n], access="write", doc="nearest centroid of each point")
-    kb.persistent(min_blocks_per_sm=blocks_per_sm)
+    kb.persistent(min_blocks_per_sm=1)
 
     swizzle = swizzle_for(d, dtype)
     s_x = kb.shared("sX", dtype, [block_n, d], stages=x_stages, swizzle=swizzle)
@@ -76,7 +72,7 @@ def assign_sm90a_tuned(d=128, block_k=128, stages=3, x_stages=2, consumers=4, dt
     # Registers: the producer warpgroup hands its share to the consumers (setmaxnreg moves
     # registers within the block's launch allocation: compiler/targets/registers.py).
     producer_regs, consumer_regs = registers.producer_consumer_split(
-        "sm_90a", 128, 24 if consumers > 2 else 40, 128 * consumers, cap=240, min_blocks=blocks_per_sm)
+        "sm_90a", 128, 24 if consumers > 2 else 40, 128 * consumers, cap=240)
 
     with kb.role("load", "producer", warpgroups=1, registers=producer_regs) as r:
         init_barriers(r, x_full, x_empty, full, empty)

@@ -10,10 +10,6 @@ Every variant is `tuned.assign_sm90a_tuned` at one parameter set:
   spread small problems over more SMs; more share each centroid tile's L2 traffic.
 - `stages` and `x_stages`, the centroid ring and the double-buffered points: the deepest
   rings that fit (not searched).
-- `blocks`, resident blocks per SM: 1, or for the narrow tiles (D tiles 16 and 32, centroid
-  tiles 32 and 64, where a tile's serial chain is short) 2 to 4 blocks of one or two
-  consumers, at least four consumers per SM in all, whose chains overlap (the name says
-  `_b<blocks>`; four consumers in one block leave no registers for a second).
 A variant fits when the compiler finds its kernel fits the block (compiler/targets/fits.py,
 what the verifier checks): lowering's shared-memory layout within the target's per-block
 limit, and every consumer's live fragments within its register budget (with four
@@ -36,9 +32,6 @@ D_TILES = (16, 32, 64, 128, 256)
 K_TILES = (32, 64, 128, 256)
 CONSUMERS = (1, 2, 4)
 DTYPES = ("bf16", "f16")
-# Where several blocks per SM are built: narrow feature and centroid tiles.
-MULTI_BLOCK_D, MULTI_BLOCK_K, MULTI_BLOCKS = (16, 32), (32, 64), (2, 3, 4)
-MIN_CONSUMERS_PER_SM = 4  # what one block of four consumers has: fewer chains in flight would not gain
 
 
 @dataclasses.dataclass(frozen=True, order=True)
@@ -48,20 +41,17 @@ class AssignVariant:
     consumers: int
     stages: int
     x_stages: int
-    blocks: int = 1
 
     @property
     def name(self):
-        name = "d%d_k%d_c%d_s%d_x%d" % (self.d, self.block_k, self.consumers, self.stages, self.x_stages)
-        return name if self.blocks == 1 else "%s_b%d" % (name, self.blocks)
+        return "d%d_k%d_c%d_s%d_x%d" % (self.d, self.block_k, self.consumers, self.stages, self.x_stages)
 
     @property
     def block_n(self):
         return 64 * self.consumers
 
     def params(self):
-        return dict(d=self.d, block_k=self.block_k, consumers=self.consumers, stages=self.stages, x_stages=self.x_stages,
-                    blocks_per_sm=self.blocks)
+        return dict(d=self.d, block_k=self.block_k, consumers=self.consumers, stages=self.stages, x_stages=self.x_stages)
 
     def kernel(self, dtype="bf16"):
         """The IR kernel (a cake.ir.v1.Kernel) of this variant for `dtype` ("bf16" or "f16")."""
@@ -81,10 +71,10 @@ def fits(variant):
     return block_fits.fits(tuned.assign_sm90a_tuned(**variant.params()))  # bf16; f16 takes the same bytes and registers
 
 
-def make(d, block_k, consumers, blocks=1):
-    """The variant at (d, block_k, consumers, blocks) with the deepest rings that fit, or None if none fits."""
+def make(d, block_k, consumers):
+    """The variant at (d, block_k, consumers) with the deepest rings that fit, or None if none fits."""
     for stages, x_stages in ((4, 2), (3, 2), (3, 1), (2, 1)):
-        v = AssignVariant(d, block_k, consumers, stages, x_stages, blocks)
+        v = AssignVariant(d, block_k, consumers, stages, x_stages)
         if fits(v):
             return v
     return None
@@ -98,12 +88,6 @@ def _family():
                 v = make(d, block_k, consumers)
                 if v is not None:
                     out.append(v)
-                if d not in MULTI_BLOCK_D or block_k not in MULTI_BLOCK_K:
-                    continue
-                for blocks in MULTI_BLOCKS:
-                    v = make(d, block_k, consumers, blocks) if consumers * blocks >= MIN_CONSUMERS_PER_SM else None
-                    if v is not None:
-                        out.append(v)
     return tuple(out)
 
 
