@@ -2,8 +2,9 @@
 derived from the seed family's declared space.
 
 A tactic is `param` (step a seed family's parameter), `rewrite` (a transformation of
-agent/transforms with args) or `drop` (undo one earlier rewrite), with a prior
-weight. Param tactics are not written by hand: `for_family` makes `<param>_up` and
+agent/transforms with args), `drop` (undo one earlier rewrite) or `macro` (rewrite
+tactics of the same file applied in order as one move: agent/learn/macros.py mines
+them from lineages that kept improving), with a prior weight. Param tactics are not written by hand: `for_family` makes `<param>_up` and
 `<param>_down` for every parameter of the family's space (agent/seeds.py), weighted
 by tactics.json's `param_weights` (1.0 when it has none). Args may name parts of the
 kernel by what they do instead of by name (@producer, @consumer, @ring, @resident,
@@ -24,7 +25,7 @@ from agent.ir_edit import NotApplicable, exprs_under, walk_ops
 from agent.learn import knowledge
 from agent.transforms import axes
 
-KINDS = ("param", "rewrite", "drop")
+KINDS = ("param", "rewrite", "drop", "macro")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -37,6 +38,7 @@ class Tactic:
     step: int = 0
     rewrite: str = ""
     args: dict = dataclasses.field(default_factory=dict)
+    steps: tuple = ()  # a macro's rewrite tactics, in order
 
 
 class TacticError(ValueError):
@@ -65,7 +67,20 @@ def from_data(data):
                            rewrite=item.get("rewrite", ""), args=dict(item.get("args", {})))
     if not out:
         raise TacticError("no tactics")
+    for item in data.get("tactics", []):
+        if item["kind"] == "macro":
+            out[item["name"]] = dataclasses.replace(out[item["name"]], steps=_macro_steps(item, out))
     return out
+
+
+def _macro_steps(item, tactics):
+    steps = item.get("steps")
+    if not isinstance(steps, list) or len(steps) < 2:
+        raise TacticError("tactic %s: a macro needs steps, a list of at least two tactic names" % item["name"])
+    unknown = [s for s in steps if s not in tactics or tactics[s].kind != "rewrite"]
+    if unknown:
+        raise TacticError("tactic %s: steps must name rewrite tactics of this file; not %s" % (item["name"], unknown))
+    return tuple(tactics[s] for s in steps)
 
 
 def for_family(family, weights=None):
@@ -221,6 +236,10 @@ def apply(tactic, subject, fixed, rng):
         if params is None:
             raise NotApplicable("%s cannot step %+d from %s" % (tactic.param, tactic.step, g.params))
         child = g.with_params(params)
+    elif tactic.kind == "macro":
+        for step in tactic.steps:
+            subject = apply(step, subject, fixed, rng)
+        return subject
     elif tactic.kind == "drop":
         if g is None or not g.rewrites:
             raise NotApplicable("no rewrite to drop")

@@ -78,7 +78,30 @@ def test_ir_without_a_genome_takes_rewrites_but_not_param_moves():
     ({"tactics": [{"name": "a", "kind": "rewrite", "rewrite": "warp_speed"}]}, "unknown rewrite"),
     ({"tactics": [{"name": "a", "kind": "param", "param": "stages"}]}, "non-zero step"),
     ({"tactics": [{"name": "a", "kind": "drop", "weight": 0}]}, "positive"),
+    ({"tactics": [{"name": "m", "kind": "macro", "steps": ["x", "y"]}]}, "steps must name rewrite tactics"),
+    ({"tactics": [{"name": "d", "kind": "drop"}, {"name": "m", "kind": "macro", "steps": ["d", "d"]}]},
+     "m: steps must name rewrite tactics of this file; not \\['d', 'd'\\]"),
+    ({"tactics": [{"name": "m", "kind": "macro", "steps": ["m"]}]}, "at least two"),
 ])
 def test_malformed_tactics_are_refused(bad, why):
     with pytest.raises(tactics.TacticError, match=why):
         tactics.from_data(bad)
+
+
+def test_a_macro_is_its_steps_applied_in_order():
+    doc = knowledge.Knowledge(knowledge.PACKAGE_DIR).load(knowledge.TACTICS)
+    item = {"name": "m", "kind": "macro", "steps": ["persistent", "defer_lane_reduction"], "weight": 1.0}
+    macro = tactics.from_data({"tactics": doc["tactics"] + [item]})["m"]
+    rng = random.Random(0)
+    one = tactics.apply(TACTICS["persistent"], _subject(), FIXED, rng)
+    two = tactics.apply(TACTICS["defer_lane_reduction"], one, FIXED, rng)
+    assert tactics.apply(macro, _subject(), FIXED, rng) == two
+    assert two.genome != one.genome
+
+
+def test_a_macro_whose_step_does_not_apply_does_not_apply():
+    doc = knowledge.Knowledge(knowledge.PACKAGE_DIR).load(knowledge.TACTICS)
+    item = {"name": "m", "kind": "macro", "steps": ["persistent", "persistent"], "weight": 1.0}
+    macro = tactics.from_data({"tactics": doc["tactics"] + [item]})["m"]
+    with pytest.raises(NotApplicable, match="already"):
+        tactics.apply(macro, _subject(), FIXED, random.Random(0))

@@ -10,6 +10,10 @@
   current calibration's by at least MIN_GAIN (relative).
 - Tactic weights pass when every changed weight rests on enough outcomes and stays
   within bounds.
+- A macro-tactic passes when, replayed (learn/macros.replay: seeded cost-model runs of
+  its task with and without it), the runs with it reach each seed's best without it in
+  at most MACRO_FRACTION of the evaluations that took (median over seeds), and no seed
+  ends worse with it.
 Each gate returns a Verdict: accepted, why (one line) and details for the record.
 """
 
@@ -19,6 +23,8 @@ import math
 from agent.compiler_port import Refused
 
 MIN_GAIN = 0.02
+MACRO_FRACTION = 0.8
+MACRO_TOLERANCE = 0.005  # "reached": within 0.5% of the time
 MIN_OUTCOMES = 8
 WEIGHT_BOUNDS = (0.05, 5.0)
 
@@ -92,3 +98,32 @@ def gate_weights(changes, outcomes):
             MIN_OUTCOMES, ", ".join(thin[:5]) or "-", ", ".join(wild[:5]) or "-"))
     return Verdict(True, "%d weights from %d outcomes" % (len(changes), sum(outcomes[t] for t in changes)),
                    {"changes": {t: list(v) for t, v in changes.items()}})
+
+
+def _reached(curve, target):
+    """Evaluations a best-so-far curve takes to come within MACRO_TOLERANCE of `target` (inf: never)."""
+    return next((i + 1 for i, v in enumerate(curve) if v <= target * (1 + MACRO_TOLERANCE)), math.inf)
+
+
+def _median(xs):
+    xs = sorted(xs)
+    return (xs[(len(xs) - 1) // 2] + xs[len(xs) // 2]) / 2
+
+
+def gate_macro(without, with_macro):
+    """without, with_macro: best-so-far curves per seed (same seeds, same evaluation budget)."""
+    if not without or len(without) != len(with_macro) or not all(without) or not all(with_macro):
+        return Verdict(False, "no replay to judge")
+    base = [_reached(c, c[-1]) for c in without]
+    new = [_reached(m, c[-1]) for c, m in zip(without, with_macro)]
+    worse = [i for i, (c, m) in enumerate(zip(without, with_macro)) if m[-1] > c[-1] * (1 + MACRO_TOLERANCE)]
+    details = {"evaluations_without": base, "evaluations_with": [n if math.isfinite(n) else None for n in new],
+               "best_without_s": [c[-1] for c in without], "best_with_s": [m[-1] for m in with_macro]}
+    if worse:
+        return Verdict(False, "ends worse on %d of %d replayed seeds" % (len(worse), len(without)), details)
+    b, n = _median(base), _median(new)
+    if not n <= MACRO_FRACTION * b:
+        return Verdict(False, "reaches the best without it in %s of %s evaluations (median): not within %d%%"
+                       % (n, b, MACRO_FRACTION * 100), details)
+    return Verdict(True, "reaches the best without it in %s of %s evaluations (median over %d seeds)"
+                   % (n, b, len(without)), details)

@@ -7,7 +7,9 @@ under the runs roots (agent/places.py) and makes three kinds of proposal:
   build, runtime) and not already caught by a learned rule, become declarative
   verifier rules (learn/rules.py) separating them from known-good kernels;
 - calibration: a refit of the cost model's constants on all measurements;
-- weights: new tactic prior weights from the runs' tactic outcomes.
+- weights: new tactic prior weights from the runs' tactic outcomes;
+- macro: pairs of rewrite tactics that made measured kernels faster at both steps, in
+  enough lineages (learn/macros.py), each gated by replaying its task with and without it.
 Each goes through its gate (learn/gate.py); accepted ones become the next version of
 their knowledge file in the learned store (learn/knowledge.py: the checkout's files
 change only when promoted), and every proposal is recorded in the current run's
@@ -23,7 +25,7 @@ import os
 from compiler.ir.text import parse_kernel, print_kernel
 
 from agent.compiler_port import Refused
-from agent.learn import calibrate, gate, knowledge, rules as rules_mod, signatures, weights
+from agent.learn import calibrate, gate, knowledge, macros, rules as rules_mod, signatures, weights
 from agent.store import Store
 
 RULE_STAGES = ("analysis", "build", "runtime")
@@ -151,6 +153,52 @@ def _weights_proposal(kb, stats, record, log):
     record("weights", "weights|%d runs" % len(runs), {t: list(v) for t, v in changes.items()}, verdict, version)
 
 
+def _refused(paths, kind):
+    """Signatures of the `kind` proposals some run under the roots recorded as refused."""
+    out = set()
+    for path in paths:
+        s = Store(path)
+        try:
+            out |= {p["signature"] for p in s.proposals() if p["kind"] == kind and p["status"] == "refused"}
+        finally:
+            s.close()
+    return out
+
+
+def _macro_proposals(kb, port, paths, record, log):
+    from agent import task as task_mod
+    from agent import tactics as tactics_mod
+    from agent.repair import RepairMap
+
+    doc = kb.load(knowledge.TACTICS)
+    listed = {t["name"]: t for t in doc["tactics"]}
+    rewrites = {n for n, t in listed.items() if t["kind"] == "rewrite"}
+    known = [tuple(t["steps"]) for t in listed.values() if t["kind"] == "macro"]
+    refused = _refused(paths, "macro")
+    for candidate, tasks in macros.mine(paths, rewrites, known):
+        item = macros.tactic_item(candidate)
+        sig = "macro|%s|%d lineages" % (item["name"], candidate.support)
+        if sig in refused:
+            continue  # gated on this evidence already: replay again only when more lineages back it
+        if len(tasks) != 1:
+            record("macro", sig, item, gate.Verdict(False, "mined from runs of %d tasks: replay needs one" % len(tasks)),
+                   None)
+            continue
+        task = task_mod.Task.from_json(json.loads(next(iter(tasks.values()))))
+        current, _ = tactics_mod.load(kb, task.family)
+        extended = dict(current, **tactics_mod.from_data({"tactics": list(listed.values()) + [item]}))
+        repairs = RepairMap.load(kb)
+        log("replaying %s with and without macro %s" % (task.name, item["name"]))
+        verdict = gate.gate_macro(macros.replay(task, current, port, repairs), macros.replay(task, extended, port, repairs))
+        version = None
+        if verdict.accepted:
+            item["provenance"]["gate"] = verdict.details
+            version = kb.accept(knowledge.TACTICS, {"append": {"tactics": [item]}}, "macro %s" % item["name"],
+                                proposal=item["name"], evidence=verdict.details)
+            log("learned macro-tactic %s: %s (tactics.json v%d, learned)" % (item["name"], verdict.why, version))
+        record("macro", sig, item, verdict, version)
+
+
 def learn(runs_roots, kb, port, store=None, min_recurrence=3, log=print):
     """Make, gate and record proposals from every run under `runs_roots` (a list of directories) into `kb`
     (a Knowledge with a learned store), asking the compiler through `port` (agent/compiler_port.py);
@@ -167,4 +215,5 @@ def learn(runs_roots, kb, port, store=None, min_recurrence=3, log=print):
     _rule_proposals(kb, port, failures, passing, min_recurrence, record, log)
     _calibration_proposal(kb, port, pairs, record, log)
     _weights_proposal(kb, stats, record, log)
+    _macro_proposals(kb, port, run_databases(runs_roots), record, log)
     return results
