@@ -11,8 +11,14 @@ two, and the bandit credits the pair as a whole.
 seed, with the current tactics and with the macro added, each to the same number of
 evaluations; `curve` reads a run's best-so-far predicted time per evaluation, and
 learn/gate.gate_macro judges the two sets of curves.
+
+    python3 -m agent.learn.macros --runs RUN/agent.db ... --out benchmarks/results/macros_h200.json [--min-support 2]
+
+judges every mined pair (down to --min-support chains) as the gate would, without
+writing knowledge: the committed file is the H200 runs' (docs/agent.md).
 """
 
+import argparse
 import collections
 import io
 import json
@@ -85,6 +91,22 @@ def tactic_item(candidate):
                            "evidence": candidate.evidence}}
 
 
+def judge(item, task, kb, port, baseline=None):
+    """(Verdict, baseline curves) of the macro tactics.json `item` on `task`: learn/gate.gate_macro over replays
+    with the tactics of `kb` and with the item added. `baseline`: replays without it, when already made."""
+    from agent import tactics as tactics_mod
+    from agent.learn import gate, knowledge
+    from agent.repair import RepairMap
+
+    current, _ = tactics_mod.load(kb, task.family)
+    listed = knowledge.of(kb).load(knowledge.TACTICS)["tactics"]
+    extended = dict(current, **tactics_mod.from_data({"tactics": listed + [item]}))
+    repairs = RepairMap.load(kb)
+    if baseline is None:
+        baseline = replay(task, current, port, repairs)
+    return gate.gate_macro(baseline, replay(task, extended, port, repairs)), baseline
+
+
 def curve(store):
     """Best-so-far fitness after each evaluation of a run's store, in the order they finished."""
     best, out = math.inf, []
@@ -123,3 +145,47 @@ def replay(task, tactics, port, repairs, seeds=REPLAY_SEEDS, evaluations=REPLAY_
             finally:
                 store.close()
     return curves
+
+
+def main():
+    ap = argparse.ArgumentParser(description="judge the macro-tactics mined from measured runs, as the gate would")
+    ap.add_argument("--runs", nargs="+", required=True, help="run databases (agent.db)")
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--min-support", type=int, default=2)
+    args = ap.parse_args()
+    from agent import task as task_mod
+    from agent.compiler_port import in_process_port
+    from agent.learn import knowledge
+    from compiler import host
+
+    kb = knowledge.Knowledge(knowledge.default_dir())
+    listed = kb.load(knowledge.TACTICS)["tactics"]
+    rewrites = {t["name"] for t in listed if t["kind"] == "rewrite"}
+    known = [tuple(t["steps"]) for t in listed if t["kind"] == "macro"]
+    port = in_process_port()
+    baselines, rows = {}, []
+    try:
+        for cand, tasks in mine(args.runs, rewrites, known, min_support=args.min_support):
+            row = {"macro": name(cand.steps), "steps": cand.steps, "support": cand.support, "gain": cand.gain,
+                   "evidence": cand.evidence, "tasks": sorted(tasks)}
+            if len(tasks) == 1:
+                (task_name, task_json), = tasks.items()
+                task = task_mod.Task.from_json(json.loads(task_json))
+                verdict, baselines[task_name] = judge(tactic_item(cand), task, kb, port, baselines.get(task_name))
+                row["gate"] = verdict.to_dict()
+            rows.append(row)
+            print("%s (%d chains): %s" % (row["macro"], cand.support, row.get("gate", {}).get("why")), flush=True)
+    finally:
+        port.close()
+    result = {"machine": host.record(), "runs": [os.path.relpath(p) for p in args.runs],
+              "how": {"min_gain": MIN_GAIN, "min_support_outer_loop": MIN_SUPPORT, "min_support_here": args.min_support,
+                      "replay_seeds": list(REPLAY_SEEDS), "replay_evaluations": REPLAY_EVALUATIONS,
+                      "gate": "learn/gate.gate_macro"},
+              "accepted": sum(bool(r.get("gate", {}).get("accepted")) for r in rows), "candidates": rows}
+    with open(args.out, "w") as f:
+        json.dump(result, f, indent=1, sort_keys=True)
+        f.write("\n")
+
+
+if __name__ == "__main__":
+    main()

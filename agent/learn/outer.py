@@ -167,8 +167,6 @@ def _refused(paths, kind):
 
 def _macro_proposals(kb, port, paths, record, log):
     from agent import task as task_mod
-    from agent import tactics as tactics_mod
-    from agent.repair import RepairMap
 
     doc = kb.load(knowledge.TACTICS)
     listed = {t["name"]: t for t in doc["tactics"]}
@@ -185,11 +183,8 @@ def _macro_proposals(kb, port, paths, record, log):
                    None)
             continue
         task = task_mod.Task.from_json(json.loads(next(iter(tasks.values()))))
-        current, _ = tactics_mod.load(kb, task.family)
-        extended = dict(current, **tactics_mod.from_data({"tactics": list(listed.values()) + [item]}))
-        repairs = RepairMap.load(kb)
         log("replaying %s with and without macro %s" % (task.name, item["name"]))
-        verdict = gate.gate_macro(macros.replay(task, current, port, repairs), macros.replay(task, extended, port, repairs))
+        verdict, _ = macros.judge(item, task, kb, port)
         version = None
         if verdict.accepted:
             item["provenance"]["gate"] = verdict.details
