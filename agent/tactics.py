@@ -4,9 +4,10 @@ derived from the seed family's declared space.
 A tactic is `param` (step a seed family's parameter), `rewrite` (a transformation of
 agent/transforms with args), `drop` (undo one earlier rewrite) or `macro` (rewrite
 tactics of the same file applied in order as one move: agent/learn/macros.py mines
-them from lineages that kept improving), with a prior weight. Param tactics are not written by hand: `for_family` makes `<param>_up` and
-`<param>_down` for every parameter of the family's space (agent/seeds.py), weighted
-by tactics.json's `param_weights` (1.0 when it has none). Args may name parts of the
+them from lineages that kept improving), with a prior weight. Param tactics are not
+written by hand: `for_family` makes `<param>_up` and `<param>_down` for every parameter
+of the family's space (agent/seeds.py), weighted by tactics.json's `param_weights` (1.0
+when it has none). Args may name parts of the
 kernel by what they do instead of by name (@producer, @consumer, @ring, @resident,
 @main, @grid0, @grid1, @loop_axis, @stream_ring, @resident_ring), register budgets by
 delta, tile sizes by scale and ring depths by stages_delta; `apply` resolves them

@@ -1,7 +1,7 @@
 """The self-evolving outer loop: runs' failures and measurements -> gated proposals -> knowledge files.
 
 After a run (or on demand, `evolve --learn-only`), `learn` reads every run database
-under the runs roots (agent/places.py) and makes three kinds of proposal:
+under the runs roots (agent/places.py) and makes four kinds of proposal:
 - rule: failure clusters (learn/signatures.py) that recur on at least
   `min_recurrence` distinct kernels, found after verification passed (analysis,
   build, runtime) and not already caught by a learned rule, become declarative
