@@ -12,7 +12,7 @@ from agent import seeds, tactics, task
 def test_every_task_file_loads_and_names_a_contract_and_a_family_of_it():
     files = sorted(glob.glob(os.path.join(task.TASK_DIR, "*.json")))
     assert {os.path.basename(f)[:-5] for f in files} == set(task.TASKS)
-    assert {"kmeans-assign", "kmeans-assign-paper", "gemm-8192", "knn-search", "knn-all-pairs"} <= set(task.TASKS)
+    assert {"kmeans-assign", "kmeans-assign-paper", "gemm-8192", "knn-search", "knn-all-pairs", "kda-forward"} <= set(task.TASKS)
     for t in task.TASKS.values():
         c = t.kernel_contract
         assert t.family in c.families and seeds.family(t.family).contract_key == c.key
@@ -42,6 +42,9 @@ def test_tasks_are_keyed_by_contract_and_kernels_find_theirs():
 
     assert task.for_kernel(rows_naive()).key == task.for_kernel(rows_sm80()).key == "knn_score_l2"
     assert set(task.tasks_of("knn_score_l2")) == {"knn-search", "knn-all-pairs"}
+    from kernels.kda.naive import recurrent_naive
+
+    assert task.for_kernel(recurrent_naive()).key == "kda_forward" and set(task.tasks_of("kda_forward")) == {"kda-forward"}
 
 
 def test_the_cost_model_sees_the_launch_the_binding_makes():

@@ -17,6 +17,7 @@ import sys
 from compiler.ir.text import print_kernel
 from kernels.gemm.naive import gemm_naive
 from kernels.gemm.schedules import gemm_sm80, gemm_sm90a, gemm_sm100a
+from kernels.kda import naive as kda_naive
 from kernels.kda import schedules as kda
 from kernels.kmeans import naive as kmeans_naive
 from kernels.kmeans import schedules as kmeans
@@ -54,6 +55,7 @@ GOOD = {
     "knn_rows_naive": knn_naive.rows_naive,
     "kda_intra_sm90a": kda.intra_sm90a,
     "kda_chain_sm90a": kda.chain_sm90a,
+    "kda_recurrent_naive": kda_naive.recurrent_naive,
 }
 
 

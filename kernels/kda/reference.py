@@ -84,21 +84,23 @@ def forward(q, k, v, g, beta):
     return chunked(q, k, v, g, beta)[0].float()
 
 
-def random_inputs(B, H, T, K, V, generator, dtype=torch.bfloat16, gate_bound=2.0):
-    """Inputs in the kernels' domain: unit-norm q, k; v ~ N(0, 1); g in [-gate_bound, 0]; beta in (0, 1).
+def to_domain(q, k, v, g, beta, dtype=torch.bfloat16, gate_bound=2.0):
+    """Raw samples of each input's shape -> the kernels' domain: unit-norm q, k; v as drawn; g in
+    [-gate_bound, 0] and beta in (0, 1) by a sigmoid. q, k, v are rounded to `dtype` (the kernels' operand
+    type); g and beta stay float32."""
+    q = torch.nn.functional.normalize(q.float(), dim=-1).to(dtype)
+    k = torch.nn.functional.normalize(k.float(), dim=-1).to(dtype)
+    return q, k, v.to(dtype), -gate_bound * torch.sigmoid(g.float()), torch.sigmoid(beta.float())
 
-    q, k, v are rounded to `dtype` (the kernels' operand type); g and beta stay float32.
-    """
+
+def random_inputs(B, H, T, K, V, generator, dtype=torch.bfloat16, gate_bound=2.0):
+    """Inputs in the kernels' domain (to_domain) from standard normal samples."""
 
     def randn(*shape):
         return torch.randn(shape, generator=generator)
 
-    q = torch.nn.functional.normalize(randn(B, H, T, K), dim=-1).to(dtype)
-    k = torch.nn.functional.normalize(randn(B, H, T, K), dim=-1).to(dtype)
-    v = randn(B, H, T, V).to(dtype)
-    g = -gate_bound * torch.sigmoid(randn(B, H, T, K))
-    beta = torch.sigmoid(randn(B, H, T))
-    return q, k, v, g, beta
+    return to_domain(randn(B, H, T, K), randn(B, H, T, K), randn(B, H, T, V), randn(B, H, T, K), randn(B, H, T),
+                     dtype, gate_bound)
 
 
 def token_first(q, k, v, g, beta, scale=None, initial_state=None, cu_seqlens=None, dtype=torch.float32, algo="recurrent"):
