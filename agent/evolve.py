@@ -240,7 +240,7 @@ def _run(args, where):
     """Check everything that can refuse the run, then record it and evolve."""
     kb = where.knowledge()
     plan = _plan(args, where)
-    tactics, tactics_version = load_tactics(kb, plan.task.family)
+    tactics, tactics_version = load_tactics(kb, plan.task.family, plan.mode)
     llm = _llm_authors(args, plan.task, print)  # rich's live display shows prints above itself
     with open_port(args.compiler, outer.learned_rules(kb)["rules"], calibrate.current_data(kb), args.compiler_address,
                    log=print) as port:

@@ -6,6 +6,7 @@ import os
 import pytest
 
 from agent.compiler_port import open_port
+from agent import tactics
 from agent.genome import Genome, materialize
 from agent.learn import calibrate, gate, knowledge, outer
 from agent.learn.signatures import failure
@@ -160,12 +161,14 @@ def test_tactic_weights_follow_outcomes_with_enough_evidence(tmp_path, port):
         s.add_reward("split_reduction_2", -0.5)
     s.add_reward("stages_up", 1.0)  # one outcome: not enough to move a weight
     results = outer.learn([root], kb, port, s, log=lambda *_: None)
-    [(_, _, verdict)] = [r for r in results if r[0] == "weights"]
+    [(_, sig, verdict)] = [r for r in results if r[0] == "weights"]
     assert verdict.accepted, verdict.why
+    assert sig == "weights|t/measure|1 runs"
     doc = kb.load(knowledge.TACTICS)
-    weights = {t["name"]: t["weight"] for t in doc["tactics"]}
-    assert weights["defer_lane_reduction"] == 2.0 and weights["split_reduction_2"] < 0.3
-    assert "stages_up" not in doc["param_weights"]  # derived from the family's space; still its default 1.0
+    learned = doc["context_weights"]["t/measure"]  # the run's task has no family: its name stands in
+    assert learned["defer_lane_reduction"] == 2.0 and learned["split_reduction_2"] < 0.3
+    assert "stages_up" not in learned  # one outcome; the listed priors stay as they were
+    assert doc["tactics"] == knowledge.read(knowledge.PACKAGE_DIR, knowledge.TACTICS)["tactics"]
     assert doc["learned_from"] == ["a"] and doc["version"] == knowledge.read(knowledge.PACKAGE_DIR, knowledge.TACTICS)[
         "version"] + 1
     # The same runs' evidence never counts twice.
@@ -179,3 +182,22 @@ def test_learned_rules_are_data_the_verifier_loads(tmp_path, port):
     data = json.load(open(os.path.join(kb.base, knowledge.RULES)))
     assert data["rules"] == [] and data["version"] >= 1
     assert not [d for d in port.verify(_kernel(), extra_rules=outer.learned_rules(kb)["rules"]) if d.severity == 1]
+
+
+def test_tactic_weights_are_learned_per_family_and_mode(tmp_path, port):
+    root, kb = str(tmp_path / "runs"), knowledge_store(tmp_path)
+    family = "kmeans_assign_naive"
+    for name, mode, reward in (("gpu", "measure", 1.0), ("cpu", "cost_model", -1.0)):
+        os.makedirs(os.path.join(root, name))
+        s = Store(os.path.join(root, name, "agent.db"))
+        s.start_run(name, {"name": "t", "family": family}, {"mode_line": "x"}, mode, 0)
+        for _ in range(10):
+            s.add_reward("defer_lane_reduction", reward)
+        s.close()
+    results = [r for r in outer.learn([root], kb, port, None, log=lambda *_: None) if r[0] == "weights"]
+    assert sorted(sig for _, sig, _ in results) == ["weights|%s/cost_model|1 runs" % family,
+                                                    "weights|%s/measure|1 runs" % family]
+    listed = {t.name: t.weight for t in tactics.load(kb, family)[0].values()}["defer_lane_reduction"]
+    gpu = tactics.load(kb, family, "measure")[0]["defer_lane_reduction"].weight
+    cpu = tactics.load(kb, family, "cost_model")[0]["defer_lane_reduction"].weight
+    assert (gpu, cpu) == (listed * 2.0, listed / 2.0)

@@ -96,14 +96,19 @@ def for_family(family, weights=None):
     return out
 
 
-def load(source, family=None):
+def load(source, family=None, mode=None):
     """(tactics by name, the file's version) from tactics.json of `source` (a Knowledge or a directory), with
-    the param tactics of `family` (a seed family name) when given."""
+    the param tactics of `family` (a seed family name) when given, weighted for a run of `family` in `mode`
+    where the file has learned weights for that context (`context_weights`, agent/learn/weights.py)."""
     data = knowledge.of(source).load(knowledge.TACTICS)
     out = from_data(data)
     if family is not None:
         for name, t in for_family(seeds.family(family), data.get("param_weights", {})).items():
             out.setdefault(name, t)
+        learned = data.get("context_weights", {}).get(knowledge.context_key(family, mode), {}) if mode else {}
+        for name, weight in learned.items():
+            if name in out:
+                out[name] = dataclasses.replace(out[name], weight=float(weight))
     return out, data["version"]
 
 

@@ -37,6 +37,11 @@ CALIBRATION = "calibration.json"
 ACCEPTED = "accepted.jsonl"
 
 
+def context_key(family, mode):
+    """The key of a seed family and mode in a knowledge file's per-context entries (tactics.json's context_weights)."""
+    return "%s/%s" % (family, mode)
+
+
 def default_dir():
     """The checkout's agent/knowledge: where `bazel run` was invoked, else beside this package."""
     workspace = os.environ.get("BUILD_WORKSPACE_DIRECTORY")

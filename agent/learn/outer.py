@@ -7,7 +7,7 @@ under the runs roots (agent/places.py) and makes four kinds of proposal:
   build, runtime) and not already caught by a learned rule, become declarative
   verifier rules (learn/rules.py) separating them from known-good kernels;
 - calibration: a refit of the cost model's constants on all measurements;
-- weights: new tactic prior weights from the runs' tactic outcomes;
+- weights: new tactic prior weights from the runs' tactic outcomes, per seed family and mode;
 - macro: pairs of rewrite tactics that made measured kernels faster at both steps, in
   enough lineages (learn/macros.py), each gated by replaying its task with and without it.
 Each goes through its gate (learn/gate.py); accepted ones become the next version of
@@ -38,7 +38,7 @@ def run_databases(runs_roots):
 
 
 def _collect(paths):
-    """(failure rows with ir_text, passing (hash, ir_text), {run id: tactic stats}, calibration pairs)."""
+    """(failure rows with ir_text, passing (hash, ir_text), {run id: (context, tactic stats)}, calibration pairs)."""
     failures, passing, stats, pairs = [], {}, {}, []
     for path in paths:
         s = Store(path)
@@ -49,7 +49,7 @@ def _collect(paths):
             for r in s.db.execute("SELECT ir_hash, ir_text FROM candidates WHERE fitness_s IS NOT NULL ORDER BY fitness_s"):
                 passing.setdefault(r["ir_hash"], r["ir_text"])
             if run:
-                stats[run["id"]] = s.tactic_stats()
+                stats[run["id"]] = (weights.context(json.loads(run["task"]), run["mode"]), s.tactic_stats())
             pairs += s.calibration_pairs()
         finally:
             s.close()
@@ -140,17 +140,15 @@ def _calibration_proposal(kb, port, pairs, record, log):
 
 
 def _weights_proposal(kb, stats, record, log):
-    doc = kb.load(knowledge.TACTICS)
-    changes, outcomes, runs = weights.propose(doc, stats)
-    if not changes:
-        return
-    verdict = gate.gate_weights(changes, outcomes)
-    version = None
-    if verdict.accepted:
-        version = kb.accept(knowledge.TACTICS, weights.patch(changes, runs, doc), "tactic weights from %d runs" % len(runs),
-                            evidence=verdict.details)
-        log("updated %d tactic weights (tactics.json v%d, learned)" % (len(changes), version))
-    record("weights", "weights|%d runs" % len(runs), {t: list(v) for t, v in changes.items()}, verdict, version)
+    for ctx, changes, outcomes, runs in weights.propose(kb.load(knowledge.TACTICS), stats):
+        verdict = gate.gate_weights(changes, outcomes)
+        version = None
+        if verdict.accepted:
+            version = kb.accept(knowledge.TACTICS, weights.patch(ctx, changes, runs, kb.load(knowledge.TACTICS)),
+                                "tactic weights for %s from %d runs" % (ctx, len(runs)), evidence=verdict.details)
+            log("updated %d tactic weights for %s (tactics.json v%d, learned)" % (len(changes), ctx, version))
+        record("weights", "weights|%s|%d runs" % (ctx, len(runs)), {t: list(v) for t, v in changes.items()}, verdict,
+               version)
 
 
 def _refused(paths, kind):
