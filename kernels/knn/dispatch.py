@@ -3,8 +3,9 @@
 A search of database `db` (kernels/knn/rows.py) for queries q at k neighbours runs, in order
 (kernels/knn/plan.py chooses the layout, parameters and split):
 1. when the database splits into many partial lists per query, a seeding pass: a score kernel
-   over the database's first rows and a merge (ranking scores only) give each query's k-th
-   score there; four torch element-wise ops loosen it by the rounding bound into `seed`;
+   over the database's first rows (its minima form, plan.seed_plan: the best of each group of
+   rows) and a merge (ranking scores only) bound each query's k-th score there; four torch
+   element-wise ops loosen the bound by the rounding bound into `seed`;
 2. the score kernel over the whole database (lists start at the seed when there is one),
    writing partial lists into a workspace;
 3. the merge kernel: partial lists -> the k best, rescored exactly in f32, sorted, into the
@@ -146,7 +147,7 @@ def kernels_for(b, q, m, d, k, metric="l2", exclude_self=False, dtype=torch.bflo
     out = [score_builder(p, metric, exclude_self, DTYPES[rank_dtype], seeded=bool(rows)),
            merge_builder(k, metric, dtype, index_dtype, single=p.single)]
     if rows:
-        sp = planner.plan(b, q, rows, rank_d, k, sms=planner.device_sms(device_index))
+        sp, _ = planner.seed_plan(b, q, m, rank_d, k, planner.device_sms(device_index), exclude_self)
         out += [score_builder(sp, metric, exclude_self, DTYPES[rank_dtype]),
                 merge_builder(k, metric, rank_dtype, torch.int32, rescore=False, single=sp.single)]
     return out
@@ -370,17 +371,18 @@ class Call:
         self.graph, self.runs = None, 0
         self.staged = None  # queries the kernels cannot read in place: their rows' buffers (search_into)
         if rows:
-            self._prepare_seed(q_rank, db, rows, k, exclude_self, sms)
+            self._prepare_seed(q_rank, db, k, exclude_self, sms)
         self.score = _Score(p, q_rank, db.rank, db.col, k, db.metric, exclude_self, self.seed)
         self.merge = launcher(*merge_builder(k, db.metric, db.rows.dtype, idx.dtype, single=p.single), late=("dist", "idx"))
         self.merge_prepared = self.merge.prepare(dict(q=q_rows, x=db.rows, part_v=self.score.part_v,
                                                       part_i=self.score.part_i, dist=dist, idx=idx))
 
-    def _prepare_seed(self, q_rank, db, rows, k, exclude_self, sms):
-        """Pass 1: the k-th best score over the first `rows` database rows, a bound on each query's k-th."""
+    def _prepare_seed(self, q_rank, db, k, exclude_self, sms):
+        """Pass 1: a bound on each query's k-th score from the database's first rows (plan.seed_plan)."""
         b, nq, d = q_rank.shape
-        rank, col = db.sample(rows)
-        sp = planner.plan(b, nq, rows, d, k, sms=sms)
+        sp, self.seed_rows = planner.seed_plan(b, nq, db.shape[1], d, k, sms, exclude_self)
+        # The minima form scores the first rows of the database its ranges cover; the k best form a sample as long.
+        rank, col = (db.rank, db.col) if sp.kwargs.get("minima") else db.sample(self.seed_rows)
         self.seed_score = _Score(sp, q_rank, rank, col, k, db.metric, exclude_self)
         dev = q_rank.device
         # Every buffer a prepared launch points at is held here: a prepared launch keeps addresses, not tensors.

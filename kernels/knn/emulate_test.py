@@ -126,3 +126,34 @@ def test_the_replaced_merge_after_every_tile_duplicates_entries():
     new = _owned(emulate.rows_lists(scores, 16, 128))
     assert all(len(set(idx)) == len(idx) == 16 for idx in new.values())
     assert all(idx == _best(scores[qi], range(1024), 16, False) for (_, qi), idx in new.items())
+
+
+@pytest.mark.parametrize("largest", [False, True])
+@pytest.mark.parametrize("ties", [False, True])
+def test_minima_lists_are_the_group_bests_and_bound_every_kth_score(largest, ties):
+    # The seeding pass's minima form: each element keeps its column's best over a range's tiles of its class,
+    # inserted once; the lists are the k best group bests (the contract's reference), and the merged k-th of
+    # those bounds each query's k-th score over the rows scored (every entry is reached by a row of its own).
+    import torch
+
+    from kernels.knn import reference
+
+    rng = random.Random(21 + 2 * largest + ties)
+    nq, m, k, splits, tiles, block_n, interleave = 70, 1100, 6, 3, 4, 64, 2
+    scores = _scores(nq, m, ties, rng)
+    lists = emulate.rows_lists(scores, k, block_n, row_groups=2, interleave=interleave, splits=splits, tiles=tiles,
+                               largest=largest, minima=True)
+    owners, groups = emulate.minima_groups(splits, tiles, block_n, interleave)
+    covered = len(owners)
+    s = torch.tensor([row[:covered] for row in scores], dtype=torch.float64)[None]
+    want_v, want_i = reference.group_best_lists_of(s, torch.tensor(owners), torch.tensor(groups), k, largest)
+    for p in range(splits * interleave):
+        for qi in range(nq):
+            vals, idx = lists[(p, qi)]
+            assert idx == want_i[0, p, qi].tolist() and vals == want_v[0, p, qi].tolist(), (p, qi)
+    for qi in range(nq):
+        merged = sorted((v for p in range(splits * interleave) for v in lists[(p, qi)][0]), reverse=largest)
+        kth = sorted(scores[qi][:covered], reverse=largest)[k - 1]
+        assert emulate.reaches(largest, kth, merged[k - 1])
+    with pytest.raises(ValueError, match="within the database"):
+        emulate.rows_lists(scores, k, block_n, splits=splits, tiles=8, largest=largest, minima=True)

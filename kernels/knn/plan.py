@@ -66,7 +66,7 @@ def slab_width(d):
     return d if d <= 256 else max(c for c in (256, 192, 128, 64) if d % c == 0)
 
 
-def rings(q, d, k, block_n, row_groups, interleave, seeded=False):
+def rings(q, d, k, block_n, row_groups, interleave, seeded=False, minima=False):
     """(stages, q_stages) of the deepest ring with which the rows kernel fits, or None.
 
     One block of queries (every item has the same queries) needs one query buffer; interleaved
@@ -78,6 +78,8 @@ def rings(q, d, k, block_n, row_groups, interleave, seeded=False):
     step = schedules.stage_multiple(interleave, d // dk)
     depths = [s for s in range(MAX_STAGES, 1, -1) if s % step == 0]
     kernel = dict(d=d, dk=dk, block_n=block_n, row_groups=row_groups, interleave=interleave, k=k, seeded=seeded)
+    if minima:
+        kernel["minima"] = True
     if not depths or not _fits("rows", stages=depths[-1], q_stages=1, **kernel):
         return None
     q_options = (1,) if q <= 64 * row_groups else (2, 1)
@@ -88,12 +90,13 @@ def rings(q, d, k, block_n, row_groups, interleave, seeded=False):
     return None
 
 
-def rows_params(q, k, d, row_groups=None, interleave=None, block_n=None, seeded=False):
+def rows_params(q, k, d, row_groups=None, interleave=None, block_n=None, seeded=False, minima=False):
     """Schedule parameters of the rows layout for Q queries, k neighbours, tile width d (or None).
 
     Free choices (row groups, interleave classes, block_n) go to the most consumer warpgroups
     whose lists fit their registers, then the widest tiles; fixing them checks that they fit.
-    `seeded`: for the kernel whose lists start at a seed (which holds the seeds in registers too).
+    `seeded`: for the kernel whose lists start at a seed (which holds the seeds in registers too);
+    `minima`: for the seeding pass's form (which holds a best per accumulator element too).
     """
     best = None
     for bn in (block_n,) if block_n else (128, 64):
@@ -110,10 +113,12 @@ def rows_params(q, k, d, row_groups=None, interleave=None, block_n=None, seeded=
                 # ms vs 0.85) and slower at Q 64, M 20M, D 32, k 5 (0.95 vs 0.79; H200, knn_breakdown_h200.log).
                 # Tuned buckets and config= may name rows_r1_c2_n128.
                 continue
-            fit = rings(q, d, k, bn, r, c, seeded)
+            fit = rings(q, d, k, bn, r, c, seeded, minima)
             if fit is None:
                 continue
             cand = dict(d=d, dk=slab_width(d), block_n=bn, stages=fit[0], q_stages=fit[1], row_groups=r, interleave=c, k=k)
+            if minima:
+                cand["minima"] = True
             key = (r * c, bn)  # more warpgroups, then wider tiles (fewer wgmma issues per score)
             if best is None or key > best[0]:
                 best = (key, cand)
@@ -164,10 +169,13 @@ WARM_TILES_PER_K = 4.0
 SEED_MIN_LISTS = 16
 # The sample is the first M / SEED_SAMPLE rows (at least SEED_MIN_ROWS). A smaller sample costs less to score but
 # bounds the k-th score more loosely, so the full pass inserts more: on the H200 at Q 128, M 10M, D 128, k 10 the
-# kernels of a search took 945 us at M / 64 and 917 at M / 128 (another run: 912 at M / 64, 902 at M / 256,
-# 1006 at M / 1024).
-SEED_SAMPLE = 128
+# full pass took 768 to 784 us after a sample of M / 64, 795 to 805 after M / 128, 924 after M / 1024
+# (knn_breakdown_h200.json, wave 5). The minima form of the seeding pass costs about what reading its sample does,
+# so the larger sample pays.
+SEED_SAMPLE = 64
 SEED_MIN_ROWS = 8192
+# The seeding pass's rows layout (row groups, interleave classes, block_n), or None for the planner's own choice.
+SEED_ROWS = None
 
 
 def seed_rows(m, k):
@@ -177,14 +185,37 @@ def seed_rows(m, k):
 
 
 @functools.lru_cache(maxsize=4096)
-def plan(b, q, m, d, k, layout=None, sms=SMS, seeded=False, rows=None):
+def seed_plan(b, q, m, d, k, sms=SMS, exclude_self=False):
+    """(Plan, rows) of the seeding pass of a search of M database rows: it scores the first `rows` of them.
+
+    The minima form (schedules.rows_sm90a: a best per accumulator element, the lists filled once per
+    range) over exactly the rows its ranges cover, about seed_rows(m, k): it costs about what reading
+    them does, where the k best form inserts nearly every candidate of its few tiles per range (on the
+    H200 at Q 128, M 10M: 53 to 72 us). Self-KNN excludes each query's own row, which a best of a group
+    cannot: it keeps the k best form over seed_rows(m, k) rows, as does a database the covered rows
+    would overrun. (None, 0) when the database is too small to seed.
+    """
+    rows = seed_rows(m, k)
+    if not rows:
+        return None, 0
+    if not exclude_self:
+        p = plan(b, q, rows, d, k, layout="rows", sms=sms, rows=SEED_ROWS, minima=True)
+        covered = p.splits * p.tiles * p.kwargs["block_n"]
+        if covered <= m:
+            return p, covered
+    return plan(b, q, rows, d, k, sms=sms), rows
+
+
+@functools.lru_cache(maxsize=4096)
+def plan(b, q, m, d, k, layout=None, sms=SMS, seeded=False, rows=None, minima=False):
     """The Plan for B problems of Q queries and M database rows of D (padded) features, k neighbours.
 
     `seeded` plans for lists that start at a bound on each query's k-th score (no warm-up cost
     per range). `rows` (row groups, interleave, block_n) fixes the rows layout's free choices
-    (ValueError when they do not fit). Cached: a call's planning costs a dictionary lookup.
+    (ValueError when they do not fit). `minima` plans the seeding pass's form of the rows kernel (it
+    inserts only at the end of a range: no warm-up cost). Cached: a call's planning costs a dictionary lookup.
     """
-    warm = 0.0 if seeded else WARM_TILES_PER_K * k
+    warm = 0.0 if seeded or minima else WARM_TILES_PER_K * k
     width = tile_width(d)
     cols = cols_params(k, width, seeded) if width <= 256 else None
     if layout is None:
@@ -197,7 +228,7 @@ def plan(b, q, m, d, k, layout=None, sms=SMS, seeded=False, rows=None):
         s, t = splits_for(b * -(-q // 16), -(-m // block_m), 1, sms, warm)
         lists = s * 4 * params["consumers"]
     else:
-        params = rows_params(q, k, width, *(rows or ()), seeded=seeded)
+        params = rows_params(q, k, width, *(rows or ()), seeded=seeded, minima=minima)
         if params is None:
             raise ValueError("rows layout %s does not fit k=%d at feature width %d" % (rows, k, width))
         block_q = 64 * params["row_groups"]

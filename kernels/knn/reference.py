@@ -96,15 +96,40 @@ def partial_lists(q, x, k, owners, metric="l2", exclude_self=False):
     holds the worst score and index -1.
     """
     best_large = largest(metric)
-    worst = -math.inf if best_large else math.inf
     s = ranking_scores(q, x, metric)
-    b, nq, m = s.shape
+    if exclude_self:
+        nq = s.shape[1]
+        s = s.clone()
+        s[:, torch.arange(nq), torch.arange(nq)] = -math.inf if best_large else math.inf
+    return partial_lists_of(s, torch.arange(s.shape[-1]), owners, k, best_large)
+
+
+def group_best_lists(q, x, k, owners, groups, metric="l2"):
+    """(part_v float64 [B, P, Q, k], part_i int64 [B, P, Q, k]) of a seeding pass (a score kernel's minima form):
+    each partial list's k best group bests, a group's best being the best ranking score of its rows.
+
+    `owners` [M] says which partial list each database row feeds and `groups` [M] which group (named
+    by its first row; a group feeds one list). The k-th entry of the merged lists bounds each
+    query's k-th score: its k entries are reached by k distinct rows.
+    """
+    return group_best_lists_of(ranking_scores(q, x, metric), owners, groups, k, largest(metric))
+
+
+def group_best_lists_of(s, owners, groups, k, best_large):
+    """group_best_lists from ranking scores s [B, Q, M] (M: the rows the groups cover)."""
+    names = torch.unique(groups)
+    bests = torch.stack([(s[..., groups == g].amax(-1) if best_large else s[..., groups == g].amin(-1)) for g in names], -1)
+    group_owner = torch.stack([owners[groups == g][0] for g in names])
+    return partial_lists_of(bests, names, group_owner, k, best_large)
+
+
+def partial_lists_of(s, names, owners, k, best_large):
+    """The k best columns of scores s [B, Q, N] per owner (owners [N] in [0, P)), named by `names` [N]."""
+    worst = -math.inf if best_large else math.inf
+    b, nq, _ = s.shape
     p = int(owners.max().item()) + 1 if owners.numel() else 1
     part_v = torch.full((b, p, nq, k), worst, dtype=torch.float64)
     part_i = torch.full((b, p, nq, k), -1, dtype=torch.int64)
-    if exclude_self:
-        s = s.clone()
-        s[:, torch.arange(nq), torch.arange(nq)] = worst
     for owner in range(p):
         cols = torch.nonzero(owners == owner).flatten()
         if not cols.numel():
@@ -112,7 +137,7 @@ def partial_lists(q, x, k, owners, metric="l2", exclude_self=False):
         v, i = _rank(s[:, :, cols], min(k, cols.numel()), best_large)
         kept = v != worst
         part_v[:, owner, :, : v.shape[-1]] = torch.where(kept, v, part_v[:, owner, :, : v.shape[-1]])
-        part_i[:, owner, :, : v.shape[-1]] = torch.where(kept, cols[i], part_i[:, owner, :, : v.shape[-1]])
+        part_i[:, owner, :, : v.shape[-1]] = torch.where(kept, names[cols][i], part_i[:, owner, :, : v.shape[-1]])
     return part_v, part_i
 
 

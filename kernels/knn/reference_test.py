@@ -72,3 +72,27 @@ def test_recall_counts_found_reference_neighbours():
     ref = torch.tensor([[0, 1, 2, 3], [4, 5, 6, 7]], dtype=torch.int32)
     got = torch.tensor([[3, 2, 1, 0], [4, 5, 9, 9]], dtype=torch.int32)
     assert reference.recall(got, ref) == 6 / 8
+
+
+@pytest.mark.parametrize("metric", reference.METRICS)
+def test_group_best_lists_are_the_k_best_group_bests_named_by_their_groups(metric):
+    g = torch.Generator().manual_seed(5)
+    q, x = torch.randn(1, 4, 8, generator=g), torch.randn(1, 60, 8, generator=g)
+    owners, groups = torch.arange(60) // 30, torch.arange(60) // 30 * 30 + torch.arange(60) % 10
+    part_v, part_i = reference.group_best_lists(q, x, 3, owners, groups, metric)
+    s = reference.ranking_scores(q, x, metric)
+    large = metric != "l2"
+    for p in range(2):
+        for name in part_i[0, p].flatten().tolist():
+            assert name in groups[owners == p].tolist()
+        for qi in range(4):
+            bests = {int(n): (s[0, qi, groups == n].max() if large else s[0, qi, groups == n].min()).item()
+                     for n in torch.unique(groups[owners == p])}
+            want = sorted(bests.items(), key=lambda kv: (-kv[1] if large else kv[1], kv[0]))[:3]
+            assert part_i[0, p, qi].tolist() == [n for n, _ in want]
+            assert part_v[0, p, qi].tolist() == [v for _, v in want]
+    # One row per group: the k best rows themselves, as partial_lists gives them.
+    one_v, one_i = reference.group_best_lists(q, x, 3, owners, torch.arange(60), metric)
+    want_v, want_i = reference.partial_lists(q, x, 3, owners, metric)
+    assert one_i.tolist() == want_i.tolist()
+    torch.testing.assert_close(one_v, want_v)

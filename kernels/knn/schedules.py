@@ -60,32 +60,39 @@ def _check(metric, k, dtype):
         raise ValueError("score kernels read bf16 or f16 tiles, got %r" % dtype)
 
 
-def _score_contract(kb, d, k, metric, exclude_self, lists_per_range, dtype, seeded=False):
-    """Symbols, contract and params shared by the score kernels; returns their handles (and the seed's)."""
+def _score_contract(kb, d, k, metric, exclude_self, lists_per_range, dtype, seeded=False, minima=0):
+    """Symbols, contract and params shared by the score kernels; returns their handles (and the seed's).
+
+    `minima`: the rows one range of the minima form scores at least (the database holds them), else 0.
+    """
     b = kb.symbol("B", min=1, max=1 << 16, doc="independent problems (batch)")
     q_n = kb.symbol("Q", min=1, max=1 << 26, doc="queries per problem")
-    m = kb.symbol("M", min=1, max=MAX_M, doc="database rows per problem")
+    m = kb.symbol("M", min=max(1, minima), max=MAX_M, doc="database rows per problem")
     dd = kb.symbol("D", min=8, max=d, doc="features; tiles are %d wide and TMA zero-fills the rest" % d)
     s = kb.symbol("S", min=1, max=1 << 16, doc="database ranges (splits)")
     t = kb.symbol("T", min=1, max=1 << 24, doc="tiles per range")
     kk = kb.symbol("k", min=k, max=k, value=k, doc="entries per list (the kernel is specialized to it)")
     score = {"l2": "x_sq[b, j] - 2 q.x", "ip": "q.x", "cos": "q.x * x_inv[b, j]"}[metric]
-    kb.contract(
-        math="(part_v[b, p, i, :], part_i[b, p, i, :]) = the k %s of %s over the database rows j of partial list p"
-        " of query i, best first, ties to the smaller j%s; x_sq = ||x[b, j]||^2, x_inv = 1 / ||x[b, j]||"
-        % ("largest" if largest(metric) else "smallest", score, ", j != i" if exclude_self else "")
-        + ("; lists start at (seed[b, i], -1): candidates must beat the seed, a bound on the k-th score of the"
-           " whole database (entries still at the seed have index -1)" if seeded else ""),
-        reference="kernels.knn.reference.partial_lists",
-        metric="recall",
-        tolerance=0.99,
-    )
+    best = "largest" if largest(metric) else "smallest"
+    norms = "; x_sq = ||x[b, j]||^2, x_inv = 1 / ||x[b, j]||"
+    if minima:
+        math_ = ("(part_v[b, p, i, :], part_i[b, p, i, :]) = the k %s of best_g over the row groups g of partial list p"
+                 " of query i, best first, ties to the smaller g; best_g = the %s of %s over the rows j of group g, and"
+                 " g is named by its first row%s" % (best, best, score, norms))
+        reference = "kernels.knn.reference.group_best_lists"
+    else:
+        math_ = ("(part_v[b, p, i, :], part_i[b, p, i, :]) = the k %s of %s over the database rows j of partial list p"
+                 " of query i, best first, ties to the smaller j%s%s" % (best, score, ", j != i" if exclude_self else "", norms)
+                 + ("; lists start at (seed[b, i], -1): candidates must beat the seed, a bound on the k-th score of the"
+                    " whole database (entries still at the seed have index -1)" if seeded else ""))
+        reference = "kernels.knn.reference.partial_lists"
+    kb.contract(math=math_, reference=reference, metric="recall", tolerance=0.99)
     kb.require(dd % 8 == 0, "rows of q and x start 16-byte aligned (TMA)")
     q = kb.tensor("q", dtype, [b, q_n, dd], doc="queries, features contiguous")
     x = kb.tensor("x", dtype, [b, m, dd], doc="database rows, features contiguous")
     col = None
     if metric != "ip":
-        mp = kb.symbol("MP", min=4, max=MAX_M, doc="length of col's rows: M rounded up to a multiple of 4")
+        mp = kb.symbol("MP", min=max(4, -(-minima // 4) * 4), max=MAX_M, doc="length of col's rows: M rounded up to a multiple of 4")
         kb.require(mp % 4 == 0, "rows of col start 16-byte aligned (TMA)")
         kb.require((mp >= m) & (mp < m + 4), "MP is M rounded up to a multiple of 4")
         col = kb.tensor("col", "f32", [b, mp], doc="per database row: ||x||^2 (l2) or 1 / ||x|| (cos); 0 past M")
@@ -152,7 +159,7 @@ def _epilogue(r, metric, acc, col_tile):
 
 
 def rows_sm90a(d=128, dk=None, block_n=64, stages=5, q_stages=2, row_groups=4, interleave=1, k=10, metric="l2",
-               exclude_self=False, seeded=False, dtype="bf16", name=None):
+               exclude_self=False, seeded=False, minima=False, dtype="bf16", name=None):
     """Persistent rows-layout score kernel: queries on wgmma M, database tiles through a TMA ring.
 
     Work items are (problem, query block of 64 * row_groups, range); each of the
@@ -160,8 +167,19 @@ def rows_sm90a(d=128, dk=None, block_n=64, stages=5, q_stages=2, row_groups=4, i
     j = class (mod interleave) of the item's range, and writes one partial list per
     query: P = S * interleave. The ring streams [block_n, dk] slabs (d / dk per tile,
     accumulated by wgmma), so resident queries of width d and the ring fit shared memory.
+
+    `minima` is the seeding pass's form (a bound, not the k best): each accumulator element keeps
+    the best score of its column over the warpgroup's tiles of a range (a min or max per element,
+    no insertion), and only those bests enter the lists at the end of the range. The rows of one
+    column position form a group, groups are disjoint, so a list's k entries are reached by k
+    distinct rows and the merged k-th entry bounds each query's k-th score; with many more groups
+    than k (S * interleave * block_n per query) it is the k-th score of the rows scored but for
+    the rare group holding two of the k best. It scores the first S * T * block_n rows, which
+    must lie within the database (no zero-filled row enters a best), and excludes no row.
     """
     _check(metric, k, dtype)
+    if minima and (exclude_self or seeded):
+        raise ValueError("the minima form (a seeding pass) neither excludes rows nor starts at a seed")
     dk = dk or d
     if d % dk or dk % 64 and dk != d:
         raise ValueError("d must be a multiple of the slab width dk (a multiple of 64)")
@@ -174,9 +192,12 @@ def rows_sm90a(d=128, dk=None, block_n=64, stages=5, q_stages=2, row_groups=4, i
     name = name or "knn_rows_sm90a"
     kb = KernelBuilder(name, target="sm_90a")
     b, q_n, m, dd, s, t, q, x, col, part_v, part_i, seed = _score_contract(kb, d, k, metric, exclude_self, interleave, dtype,
-                                                                         seeded)
+                                                                         seeded, interleave * block_n if minima else 0)
     kb.require(t % interleave == 0, "each interleave class takes the same number of tiles of a range")
-    kb.require(s * t * block_n >= m, "the ranges cover the database")
+    if minima:
+        kb.require(s * t * block_n <= m, "the ranges lie within the database (a zero-filled row must not enter a best)")
+    else:
+        kb.require(s * t * block_n >= m, "the ranges cover the database")
     if exclude_self:
         kb.require(q_n == m, "self-KNN: query i is database row i")
     kb.persistent(min_blocks_per_sm=1)
@@ -192,6 +213,7 @@ def rows_sm90a(d=128, dk=None, block_n=64, stages=5, q_stages=2, row_groups=4, i
     best_v = kb.registers("best_v", "f32", [64, k], layout="wgmma_rows", owner="mma")
     best_i = kb.registers("best_i", "i32", [64, k], layout="wgmma_rows", owner="mma")
     start = kb.registers("start", "f32", [64], layout="wgmma_rows", owner="mma") if seeded else None
+    bests = kb.registers("bests", "f32", [64, block_n], layout="wgmma_acc", owner="mma") if minima else None
     q_bytes = kb.tile_bytes(s_q)
     slab_bytes = kb.tile_bytes(*ring)
     q_full = kb.mbarrier("q_full", arrivals=1, count=q_stages, tx_bytes=q_bytes)
@@ -238,6 +260,8 @@ def rows_sm90a(d=128, dk=None, block_n=64, stages=5, q_stages=2, row_groups=4, i
         with r.tiles("item", items, counter="it") as (item, it):
             bi, q0, si = item_coords(item)
             _start_lists(r, metric, best_v, best_i, seed, start, (bi, q0 + group * 64))
+            if minima:
+                r.fill(bests.all, -INF if largest(metric) else INF)
             r.wait(q_full.round(it))
             with r.loop("jj", 0, t // interleave if interleave > 1 else t) as jj:
                 j = jj * interleave + cls if interleave > 1 else jj
@@ -261,8 +285,15 @@ def rows_sm90a(d=128, dk=None, block_n=64, stages=5, q_stages=2, row_groups=4, i
                         r.named_sync(wg_done, index=r.warpgroup)
                     with r.if_(leader):
                         r.arrive(empty.round(rnd))
-                r.top_k(acc.all, 1, k, row0, best_v.all, best_i.all, "thread", largest=largest(metric),
-                        index_limit=m, exclude_base=q0 + group * 64 if exclude_self else None, vote=True)
+                if minima:
+                    r.ew("max" if largest(metric) else "min", bests.all, bests.all, acc.all)
+                else:
+                    r.top_k(acc.all, 1, k, row0, best_v.all, best_i.all, "thread", largest=largest(metric),
+                            index_limit=m, exclude_base=q0 + group * 64 if exclude_self else None, vote=True)
+            if minima:
+                # A group is named by its first row: the column's row in the class's first tile of the range.
+                r.top_k(bests.all, 1, k, (si * t + cls) * block_n, best_v.all, best_i.all, "thread",
+                        largest=largest(metric))
             r.top_k_merge(best_v.all, best_i.all, k, "lanes", largest=largest(metric))
             p = si * interleave + cls if interleave > 1 else si
             r.copy(best_v.all, part_v[bi, p, q0 + group * 64, 0])

@@ -110,3 +110,27 @@ def test_bad_arguments_are_refused():
         schedules.cols_sm90a(k=65)
     with pytest.raises(ValueError, match="bf16 or f16"):
         schedules.rows_sm90a(dtype="f32")
+
+
+@pytest.mark.parametrize("shape", [s for s in PLANNED if plan.seed_rows(s[2], s[4])])
+@pytest.mark.parametrize("metric", schedules.METRICS)
+def test_seeding_passes_keep_a_best_per_element_and_insert_once_per_range(shape, metric):
+    """The minima form (plan.seed_plan): a min or max per accumulator element in the tile loop, one insertion of
+    those bests after it, over whole ranges within the database."""
+    p, rows = plan.seed_plan(*shape)
+    assert p.kwargs["minima"] and rows == p.splits * p.tiles * p.kwargs["block_n"] <= shape[2]
+    kernel = schedules.rows_sm90a(metric=metric, **p.kwargs)
+    _clean(kernel)
+    (ip, ins), = [(q, t) for q, t in _ops(kernel, "top_k") if t.src.region != t.values.region]
+    assert ins.src.region == "bests" and not ins.vote and ip.count(".loop.body") == 1  # the item loop's only
+    mins = [e for _, e in _ops(kernel, "elementwise") if e.dst.region == "bests"]
+    assert [e.op for e in mins] == [ir_pb2.ELEMENTWISE_OP_MAX if metric != "l2" else ir_pb2.ELEMENTWISE_OP_MIN]
+    _lists_indexed_by_literals(lower(kernel).source, "best_v", "best_i")
+
+
+def test_self_knn_seeds_with_the_k_best_form_and_the_minima_form_refuses_exclusions():
+    p, rows = plan.seed_plan(1, 100_000, 100_000, 96, 20, exclude_self=True)
+    assert "minima" not in p.kwargs and rows == plan.seed_rows(100_000, 20)
+    with pytest.raises(ValueError, match="minima form"):
+        schedules.rows_sm90a(minima=True, exclude_self=True)
+    assert plan.seed_plan(1, 10, 1000, 64, 10) == (None, 0)

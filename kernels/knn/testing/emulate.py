@@ -197,15 +197,19 @@ def _in_group(x, share):
 
 
 def rows_lists(scores, k, block_n, row_groups=1, interleave=1, splits=1, tiles=None, largest=False, vote=True,
-               exclude_self=False, stats=None, seed=None):
+               exclude_self=False, stats=None, seed=None, minima=False):
     """Partial lists of knn_rows_sm90a for a score matrix (one problem): {(p, query): (vals, idx)}.
 
     scores[q][j] are the ranking scores; queries on the wgmma M side, 64 per warpgroup; `seed[q]`
-    (when given) is where query q's lists start.
+    (when given) is where query q's lists start. `minima`: the seeding pass's form (each element
+    keeps its column's best over the tiles, inserted once at the end of the range).
     """
     nq, m = len(scores), len(scores[0])
     n_tiles = -(-m // block_n)
     tiles = tiles or -(-(-(-n_tiles // splits)) // interleave) * interleave
+    if minima and splits * tiles * block_n > m:
+        raise ValueError("the minima form's ranges lie within the database")
+    better = max if largest else min
     out = {}
     block_q = 64 * row_groups
     for q0 in range(0, nq, block_q):
@@ -220,14 +224,22 @@ def rows_lists(scores, k, block_n, row_groups=1, interleave=1, splits=1, tiles=N
                     return [seed[r] if r < nq else worst(largest) for r in rows]
 
                 threads = {(w, l): _Thread(2, k, largest, starts(w, l)) for w in range(4) for l in range(32)}
+                bests = [[worst(largest)] * block_n for _ in range(64)]
                 for jj in range(tiles // interleave):
                     j = jj * interleave + cls
                     col0 = (si * tiles + j) * block_n
                     tile = [[(scores[rows0 + r][col0 + c] if rows0 + r < nq and col0 + c < m else 0.0)
                              for c in range(block_n)] for r in range(64)]
+                    if minima:
+                        bests = [[better(b, v) for b, v in zip(br, tr)] for br, tr in zip(bests, tile)]
+                        continue
                     _insert_tile(threads, lambda w, l: _wgmma_elements(block_n, l, w), tile, col0,
                                  lambda i: (i & 3) >> 1, lambda r, c: c, lambda r, c: r, k, largest, vote, m,
                                  rows0 if exclude_self else None, (1, 4), stats)
+                if minima:  # a column's group is named by its row in the class's first tile of the range
+                    _insert_tile(threads, lambda w, l: _wgmma_elements(block_n, l, w), bests, (si * tiles + cls) * block_n,
+                                 lambda i: (i & 3) >> 1, lambda r, c: c, lambda r, c: r, k, largest, False, m, None,
+                                 (1, 4), stats)
                 for w in range(4):
                     for s in range(2):
                         lists = {l: (threads[(w, l)].v[s], threads[(w, l)].i[s]) for l in range(32)}
@@ -237,6 +249,18 @@ def rows_lists(scores, k, block_n, row_groups=1, interleave=1, splits=1, tiles=N
                             if row < nq:
                                 out[(si * interleave + cls, row)] = lists[l]
     return out
+
+
+def minima_groups(splits, tiles, block_n, interleave=1):
+    """(owners, groups) of the rows the minima form of knn_rows_sm90a scores: per row its partial list
+    (range x interleave class) and its group (a column of the class's tiles, named by its first row)."""
+    owners, groups = [], []
+    for j in range(splits * tiles * block_n):
+        si, tile, col = j // (tiles * block_n), j // block_n % tiles, j % block_n
+        cls = tile % interleave
+        owners.append(si * interleave + cls)
+        groups.append((si * tiles + cls) * block_n + col)
+    return owners, groups
 
 
 def cols_lists(scores, k, block_q=16, consumers=2, splits=1, tiles=None, largest=False, vote=True,
