@@ -168,3 +168,26 @@ def test_a_kernel_that_cannot_be_built_falls_back_to_the_torch_path(monkeypatch)
     torch.testing.assert_close(dist, want.values, rtol=1e-4, atol=1e-4)
     with pytest.raises(RuntimeError, match="failed to build"):  # a forced variant is not replaced
         dispatch.search_into(q, db, 5, False, dist, idx, config="rows_r1_c1_n64+noseed")
+
+
+@pytest.mark.parametrize("metric", ["l2", "ip", "cosine"])
+def test_the_seed_loosens_the_samples_kth_score_by_the_rounding_bound(monkeypatch, metric):
+    monkeypatch.setattr(dispatch, "launcher", _ContractOnly)
+    x = torch.randn(1, 70_000, 64).to(torch.bfloat16)
+    q = torch.randn(1, 3, 64).to(torch.bfloat16)
+    db = knn_rows.Database(x, api.METRICS[metric])
+    dist, idx = torch.empty(1, 3, 6), torch.empty(1, 3, 6, dtype=torch.int32)
+    dispatch.search_into(q, db, 6, False, dist, idx, seed=True)
+    call = next(iter(db.calls.values()))
+    call.seed_vals.copy_(torch.randn(1, 3, 6))
+    call._bound(q)
+    u = 2.0 ** -24
+    gamma = 64 * u / (1 - 64 * u)
+    qn = torch.linalg.vector_norm(q.float(), dim=-1)
+    xn = torch.linalg.vector_norm(x.float(), dim=-1).max()
+    # Two f32 evaluations of a dot product differ by at most 2 gamma |q| |x| (and l2's x_sq - 2 q.x by twice that,
+    # plus the rounding of x_sq); the seed moves the k-th score that far towards the worse side.
+    slack = {"l2": (4 * gamma + 4 * u) * qn * xn + 2 * u * xn * xn, "ip": (2 * gamma + 2 * u) * qn * xn,
+             "cosine": (2 * gamma + 2 * u) * qn}[metric]
+    worse = 1.0 if metric == "l2" else -1.0
+    torch.testing.assert_close(call.seed, call.seed_vals[..., 5] + worse * slack, rtol=1e-6, atol=0)

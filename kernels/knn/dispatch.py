@@ -394,26 +394,26 @@ class Call:
                                                                 idx=self.seed_idx))
         self.x_norm = db.max_norm()
         self.q_norm = torch.empty((b, nq), dtype=torch.float32, device=dev)
-        self.slack = torch.empty((b, nq), dtype=torch.float32, device=dev)
         self.seed = torch.empty((b, nq), dtype=torch.float32, device=dev)
         # Two f32 evaluations of one dot product differ by at most 2 gamma_D sum |q_i x_i| <= 2 gamma_D |q| |x|.
         u = 2.0 ** -24
         gamma = d * u / (1 - d * u)
-        # slack = a * |q| |x| (+ c |x|^2 for l2): a |x| (|q| + (c / a) |x|), or a |q| for cosine.
-        self._a = {"l2": 4 * gamma + 4 * u, "ip": 2 * gamma + 2 * u, "cos": 2 * gamma + 2 * u}[db.metric]
-        self._c_over_a = 2 * u / self._a if db.metric == "l2" else 0.0
-        self._sign = -1.0 if schedules.largest(db.metric) else 1.0
+        # slack = a |q| |x| (+ 2u |x|^2 for l2), or a |q| for cosine.
+        a = {"l2": 4 * gamma + 4 * u, "ip": 2 * gamma + 2 * u, "cos": 2 * gamma + 2 * u}[db.metric]
+        sign = -1.0 if schedules.largest(db.metric) else 1.0
+        self._qx = sign * a  # times |q| |x| (times |q| for cosine)
+        self._xx = sign * 2 * u if db.metric == "l2" else 0.0  # times |x|^2
 
     def _bound(self, q_rank):
         """seed = the sample's k-th score loosened by what rounding in another summation order could change it by."""
         torch.linalg.vector_norm(q_rank, dim=-1, dtype=torch.float32, out=self.q_norm)
+        kth = self.seed_vals[..., self.k - 1]
         if self.metric == "cos":
-            slack = self.q_norm
-        else:
-            torch.add(self.q_norm, self.x_norm, alpha=self._c_over_a, out=self.slack)
-            self.slack.mul_(self.x_norm)
-            slack = self.slack
-        torch.add(self.seed_vals[..., self.k - 1], slack, alpha=self._sign * self._a, out=self.seed)
+            torch.add(kth, self.q_norm, alpha=self._qx, out=self.seed)
+            return
+        torch.addcmul(kth, self.q_norm, self.x_norm, value=self._qx, out=self.seed)
+        if self._xx:
+            self.seed.addcmul_(self.x_norm, self.x_norm, value=self._xx)
 
     def _before_merge(self, q_rank, pre):
         index = self.device_index

@@ -293,7 +293,7 @@ def rows_sm90a(d=128, dk=None, block_n=64, stages=5, q_stages=2, row_groups=4, i
             if minima:
                 # A group is named by its first row: the column's row in the class's first tile of the range.
                 r.top_k(bests.all, 1, k, (si * t + cls) * block_n, best_v.all, best_i.all, "thread",
-                        largest=largest(metric))
+                        largest=largest(metric), vote=True)
             r.top_k_merge(best_v.all, best_i.all, k, "lanes", largest=largest(metric))
             p = si * interleave + cls if interleave > 1 else si
             r.copy(best_v.all, part_v[bi, p, q0 + group * 64, 0])
@@ -404,8 +404,8 @@ def merge(k=10, warps=4, metric="l2", dtype="bf16", index_dtype="i32", rescore=T
           name=None):
     """Final lists: one warp per query merges its P partial lists, rescores the k winners exactly, sorts them.
 
-    Lane l inserts partial lists l, l + 32, ... (split order, so each lane's candidates
-    arrive in index order) into its own list; a warp merge combines the lanes' lists;
+    Lane l takes partial list l as its list and inserts lists l + 32, l + 64, ... (split order, so
+    each lane's candidates arrive in index order) into it; a warp merge combines the lanes' lists;
     Rescore replaces the ranking scores by exact f32 scores from the rows (squared L2
     distance clamped at 0, inner product, or cosine similarity), and a sort restores
     the order (ties to the smaller index). Lane 0 writes the result. `single` is the form
@@ -448,7 +448,6 @@ def merge(k=10, warps=4, metric="l2", dtype="bf16", index_dtype="i32", rescore=T
     dist = kb.tensor("dist", "f32", [b, q_n, kk], access="write", doc="exact scores of the neighbours, best first")
     idx = kb.tensor("idx", index_dtype, [b, q_n, kk], access="write", doc="database rows of the neighbours")
     kb.grid(ceil_div(q_n, warps), b)
-    worst = -INF if largest(metric) else INF
     best_v = kb.registers("best_v", "f32", [k], layout="per_thread", owner="main")
     best_i = kb.registers("best_i", "i32", [k], layout="per_thread", owner="main")
     if not single:
@@ -462,9 +461,10 @@ def merge(k=10, warps=4, metric="l2", dtype="bf16", index_dtype="i32", rescore=T
                 r.copy(part_v[bi, 0, qi, 0], best_v.all)
                 r.copy(part_i[bi, 0, qi, 0], best_i.all)
             else:
-                r.fill(best_v.all, worst)
-                r.fill(best_i.all, -1)
-                with r.loop("c", 0, p_n // 32, unroll=4) as c:
+                # Lane l's list starts as partial list l (sorted, as inserting it into an empty list would leave it).
+                r.copy(part_v[bi, r.lane, qi, 0], best_v.all)
+                r.copy(part_i[bi, r.lane, qi, 0], best_i.all)
+                with r.loop("c", 1, p_n // 32, unroll=4) as c:
                     r.copy(part_v[bi, c * 32 + r.lane, qi, 0], cand_v.all)
                     r.copy(part_i[bi, c * 32 + r.lane, qi, 0], cand_i.all)
                     r.top_k(cand_v.all, 0, k, 0, best_v.all, best_i.all, "thread", largest=largest(metric),

@@ -122,7 +122,7 @@ def test_seeding_passes_keep_a_best_per_element_and_insert_once_per_range(shape,
     kernel = schedules.rows_sm90a(metric=metric, **p.kwargs)
     _clean(kernel)
     (ip, ins), = [(q, t) for q, t in _ops(kernel, "top_k") if t.src.region != t.values.region]
-    assert ins.src.region == "bests" and not ins.vote and ip.count(".loop.body") == 1  # the item loop's only
+    assert ins.src.region == "bests" and ins.vote and ip.count(".loop.body") == 1  # the item loop's only
     mins = [e for _, e in _ops(kernel, "elementwise") if e.dst.region == "bests"]
     assert [e.op for e in mins] == [ir_pb2.ELEMENTWISE_OP_MAX if metric != "l2" else ir_pb2.ELEMENTWISE_OP_MIN]
     _lists_indexed_by_literals(lower(kernel).source, "best_v", "best_i")

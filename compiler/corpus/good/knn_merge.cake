@@ -80,9 +80,9 @@ kernel knn_merge {
     branch {
       cond: block.x * 4 + warp < Q
       then_body {
-        fill { dst: best_v  value: inf }
-        fill { dst: best_i  value: -1.0 }
-        loop c in 0 .. P / 32 {
+        copy { src_global: part_v[block.y, lane, block.x * 4 + warp, 0]  dst_tile: best_v }
+        copy { src_global: part_i[block.y, lane, block.x * 4 + warp, 0]  dst_tile: best_i }
+        loop c in 1 .. P / 32 {
           unroll: 4
           copy {
             src_global: part_v[block.y, c * 32 + lane, block.x * 4 + warp, 0]

@@ -294,15 +294,15 @@ def cols_lists(scores, k, block_q=16, consumers=2, splits=1, tiles=None, largest
 
 
 def merge_partials(partials, nq, n_lists, k, largest, exact=None):
-    """knn_merge for one problem: per query, lane l inserts partial lists l, l + 32, ...; a warp merge;
-    then (with exact[q][j], the rescored values) rescoring and a sort. Returns {query: (vals, idx)}."""
+    """knn_merge for one problem: per query, lane l takes partial list l and inserts lists l + 32, l + 64, ...;
+    a warp merge; then (with exact[q][j], the rescored values) rescoring and a sort. Returns {query: (vals, idx)}."""
     out = {}
     padded = -(-n_lists // 32) * 32
     for qi in range(nq):
         lanes = {}
         for l in range(32):
-            v, i = [worst(largest)] * k, [-1] * k
-            for p in range(l, padded, 32):
+            v, i = (list(x) for x in partials.get((l, qi), ([worst(largest)] * k, [-1] * k)))
+            for p in range(l + 32, padded, 32):
                 cv, ci = partials.get((p, qi), ([worst(largest)] * k, [-1] * k))
                 for c, j in zip(cv, ci):
                     if beats(largest, c, v[k - 1]):
