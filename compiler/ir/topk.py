@@ -49,6 +49,10 @@ MERGE_SCOPES = {
 # Merge scope -> (first, last) xor distances it merges over, for layouts without sharing lanes.
 WARP_LANES = (1, 32)
 
+# List layout -> the lanes a voted insertion's threshold spans: the lanes sharing a list, and for per_thread
+# lists the warp, since they are merged across it before anything reads them (CAKE-STRUCT-024 checks it).
+VOTE_LANES = {**SHARING_LANES, L.FRAGMENT_LAYOUT_PER_THREAD: WARP_LANES}
+
 
 def is_merge(op):
     """Whether a TopK is the merge-only form (src is the values region, as ArgReduce's merge)."""

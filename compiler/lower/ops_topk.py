@@ -4,8 +4,9 @@ Lists are slots of a thread's value and index arrays, K entries each (slot s is 
 s * K .. s * K + K - 1). The insertion is unrolled here, element by element, so every
 list access has a constant index and the lists stay in registers: for each group of
 VOTE_GROUP elements the warp votes whether any lane holds a candidate that reaches its
-list's threshold (the best k-th entry among the lanes sharing that list), and only then
-runs the per-element tests and sorted insertions.
+list's threshold (the best k-th entry among the lanes sharing that list; for per-thread lists,
+which are merged across the warp, among the warp's lanes), and only then runs the per-element
+tests and sorted insertions.
 """
 
 from cake.ir.v1 import ir_pb2
@@ -72,7 +73,7 @@ def _insert(em, op, values, indices, slots, path):
         raise LoweringError(path, "top_k along axis %d of this src keeps lists of another layout" % axis)
     given = _fragment(em, op.src_indices, path + ".src_indices", "top_k src_indices") if op.HasField("src_indices") else None
     k, largest = op.k, _flag(op.largest)
-    lanes = topk_ir.SHARING_LANES.get(values.layout)
+    lanes = topk_ir.VOTE_LANES.get(values.layout)
     w = em.w
     with w.block(""):
         w.line("const int cake_base = %s;" % (em.expr(op.index_base) if op.HasField("index_base") else "0"))

@@ -73,6 +73,15 @@ def test_per_thread_lists_merge_across_the_warp_then_rescore_and_sort():
     assert "cake::topk::sort<4, false, 0>(r_v, r_i);" in src
 
 
+def test_voted_per_thread_insertions_take_the_warps_threshold():
+    src = lower(_kernel(src_layout="per_thread", src_shape=(8,), list_layout="per_thread", list_shape=(4,), axis=0,
+                        merge_scope="warp", vote=True)).source
+    _lists_use_literals(src)
+    # The lists are merged across the warp: the best 4th entry of its 32 lanes, or the worst of their 1st entries.
+    assert "cake::topk::threshold<false, 1, 32>(r_v[3], r_v[0])" in src
+    assert src.count("__any_sync(0xffffffffu, cake_hit)") == 1
+
+
 def test_a_list_layout_the_scores_do_not_keep_is_a_lowering_error():
     with pytest.raises(LoweringError) as e:
         lower(_kernel(list_layout="wgmma_cols", list_shape=(64, 4)))

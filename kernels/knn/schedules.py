@@ -405,7 +405,8 @@ def merge(k=10, warps=4, metric="l2", dtype="bf16", index_dtype="i32", rescore=T
     """Final lists: one warp per query merges its P partial lists, rescores the k winners exactly, sorts them.
 
     Lane l takes partial list l as its list and inserts lists l + 32, l + 64, ... (split order, so
-    each lane's candidates arrive in index order) into it; a warp merge combines the lanes' lists;
+    each lane's candidates arrive in index order) into it, skipping a round by warp vote when no
+    candidate reaches the warp's best k-th entry; a warp merge combines the lanes' lists;
     Rescore replaces the ranking scores by exact f32 scores from the rows (squared L2
     distance clamped at 0, inner product, or cosine similarity), and a sort restores
     the order (ties to the smaller index). Lane 0 writes the result. `single` is the form
@@ -468,7 +469,7 @@ def merge(k=10, warps=4, metric="l2", dtype="bf16", index_dtype="i32", rescore=T
                     r.copy(part_v[bi, c * 32 + r.lane, qi, 0], cand_v.all)
                     r.copy(part_i[bi, c * 32 + r.lane, qi, 0], cand_i.all)
                     r.top_k(cand_v.all, 0, k, 0, best_v.all, best_i.all, "thread", largest=largest(metric),
-                            src_indices=cand_i.all)
+                            src_indices=cand_i.all, vote=True)
                 r.top_k_merge(best_v.all, best_i.all, k, "warp", largest=largest(metric))
             if rescore:
                 r.rescore(best_v.all, best_i.all, q[bi, qi, 0], x[bi, 0, 0], rescore_metric)

@@ -100,6 +100,7 @@ kernel knn_merge {
             indices: best_i
             scope: thread
             src_indices: cand_i
+            vote: true
           }
         }
         top_k { src: best_v  k: 10  values: best_v  indices: best_i  scope: warp }

@@ -17,7 +17,7 @@ ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", ".."
 UNIT_TESTED = {
     "CAKE-TARGET-001", "CAKE-TARGET-004", "CAKE-TARGET-005", "CAKE-TARGET-006", "CAKE-TARGET-007",
     "CAKE-TARGET-009", "CAKE-TARGET-010", "CAKE-MEM-001", "CAKE-MEM-002", "CAKE-RES-006", "CAKE-STRUCT-001",
-    "CAKE-STRUCT-013", "CAKE-SYNC-008", "CAKE-SYNC-015", "CAKE-SYNC-016", "CAKE-CONTRACT-006",
+    "CAKE-STRUCT-013", "CAKE-STRUCT-024", "CAKE-SYNC-008", "CAKE-SYNC-015", "CAKE-SYNC-016", "CAKE-CONTRACT-006",
 }  # fmt: skip
 
 
@@ -118,3 +118,28 @@ def test_every_rule_is_exercised_by_the_bad_corpus_or_a_unit_test():
         with open(path) as f:
             corpus.add(re.match(r"# expect: (\S+)", f.read()).group(1))
     assert {r.id for r in RULES} == corpus | UNIT_TESTED
+
+
+def test_a_voted_per_thread_insertion_needs_a_warp_merge_after_it():
+    from compiler.ir.builder import KernelBuilder
+
+    def kernel(merge_scope):
+        k = KernelBuilder("vote_probe", target="sm_90a")
+        n = k.symbol("N", min=1, max=1 << 20)
+        k.contract(math="top-k probe", reference="none", metric="exact", tolerance=0)
+        out = k.tensor("out", "f32", [n, 4], access="write")
+        k.grid(1)
+        s = k.registers("s", "f32", [8], layout="per_thread", owner="main")
+        v = k.registers("v", "f32", [4], layout="per_thread", owner="main")
+        i = k.registers("i", "i32", [4], layout="per_thread", owner="main")
+        with k.role("main", "compute", warps=1) as r:
+            r.fill(s.all, 1.0)
+            r.fill(v.all, float("inf"))
+            r.fill(i.all, -1)
+            r.top_k(s.all, 0, 4, 0, v.all, i.all, "thread", vote=True)
+            r.top_k_merge(v.all, i.all, 4, merge_scope)
+            r.copy(v.all, out[0, 0])
+        return k.build()
+
+    assert _paths(kernel("thread"), "CAKE-STRUCT-024") == ["kernel.roles[0].body[3].top_k"]  # a re-sort only
+    assert "CAKE-STRUCT-024" not in _ids(kernel("warp"))

@@ -111,6 +111,26 @@ def insertion_scope(ctx):
 
 
 @rule(
+    "CAKE-STRUCT-024", "structure", "error",
+    doc="A voted insertion into per_thread lists is followed, in its role, by a warp merge of those lists: its "
+    "threshold is the best k-th entry among the warp's lanes, which bounds only the warp's merged top k.",
+    fix_hint="Merge the lists with a merge-only top_k of scope warp after the insertions, or insert without vote.",
+)
+def per_thread_vote_merged(ctx):
+    sites = ctx.sites("top_k")
+    for i, site in enumerate(sites):
+        op = site.msg
+        values = ctx.region(op.values.region)
+        if topk_ir.is_merge(op) or not op.vote or values is None or values.layout != L.FRAGMENT_LAYOUT_PER_THREAD:
+            continue
+        if not any(topk_ir.is_merge(later.msg) and later.msg.scope == ir_pb2.SCOPE_WARP
+                   and later.msg.values.region == op.values.region and later.role_index == site.role_index
+                   for later in sites[i + 1:]):
+            yield Finding(site.path, "votes against the warp's best k-th entry, but `%s` is never merged across the "
+                          "warp after it: candidates only that lane's list would keep are skipped" % values.name)
+
+
+@rule(
     "CAKE-STRUCT-022", "structure", "error",
     doc="A merge-only TopK (src = values) merges across a scope its lists support (lanes for wgmma_rows, mma_rows "
     "and wgmma_cols; warp for per_thread; thread re-sorts) and sets none of the insertion's fields "

@@ -294,20 +294,29 @@ def cols_lists(scores, k, block_q=16, consumers=2, splits=1, tiles=None, largest
 
 
 def merge_partials(partials, nq, n_lists, k, largest, exact=None):
-    """knn_merge for one problem: per query, lane l takes partial list l and inserts lists l + 32, l + 64, ...;
-    a warp merge; then (with exact[q][j], the rescored values) rescoring and a sort. Returns {query: (vals, idx)}."""
+    """knn_merge for one problem: per query, lane l takes partial list l and inserts lists l + 32, l + 64, ...
+    (each round's candidates by a warp vote against the warp's threshold); a warp merge; then (with
+    exact[q][j], the rescored values) rescoring and a sort. Returns {query: (vals, idx)}."""
     out = {}
     padded = -(-n_lists // 32) * 32
+    empty = ([worst(largest)] * k, [-1] * k)
+    better, worse = (max, min) if largest else (min, max)
     for qi in range(nq):
-        lanes = {}
-        for l in range(32):
-            v, i = (list(x) for x in partials.get((l, qi), ([worst(largest)] * k, [-1] * k)))
-            for p in range(l + 32, padded, 32):
-                cv, ci = partials.get((p, qi), ([worst(largest)] * k, [-1] * k))
-                for c, j in zip(cv, ci):
-                    if beats(largest, c, v[k - 1]):
-                        insert(v, i, c, j, largest)
-            lanes[l] = (v, i)
+        lanes = {l: tuple(list(x) for x in partials.get((l, qi), empty)) for l in range(32)}
+        for p0 in range(32, padded, 32):
+            # cake::topk::threshold over the warp: the best k-th entry, or the worst entry ceil(k / 32) - 1.
+            part = -(-k // 32) - 1
+            thr = better(better(v[k - 1] for v, _ in lanes.values()), worse(v[part] for v, _ in lanes.values()))
+            cands = {l: partials.get((p0 + l, qi), empty) for l in range(32)}
+            for g0 in range(0, k, VOTE_GROUP):
+                if not any(reaches(largest, c, thr) for cv, _ in cands.values() for c in cv[g0:g0 + VOTE_GROUP]):
+                    continue  # the warp's vote: no lane holds a candidate of this group that reaches it
+                for l, (cv, ci) in cands.items():
+                    v, i = lanes[l]
+                    for c, j in [(c, j) for c, j in zip(cv[g0:g0 + VOTE_GROUP], ci[g0:g0 + VOTE_GROUP])
+                                 if reaches(largest, c, thr)]:
+                        if beats(largest, c, v[k - 1]):
+                            insert(v, i, c, j, largest)
         merge_lanes(lanes, 1, 32, largest)
         v, i = lanes[0]
         if exact is not None:
