@@ -169,9 +169,9 @@ WARM_TILES_PER_K = 4.0
 SEED_MIN_LISTS = 16
 # The sample is the first M / SEED_SAMPLE rows (at least SEED_MIN_ROWS). A smaller sample costs less to score but
 # bounds the k-th score more loosely, so the full pass inserts more: on the H200 at Q 128, M 10M, D 128, k 10 the
-# full pass took 768 to 784 us after a sample of M / 64, 795 to 805 after M / 128, 924 after M / 1024
-# (knn_breakdown_h200.json, wave 5). The minima form of the seeding pass costs about what reading its sample does,
-# so the larger sample pays.
+# full pass took 768 to 784 us after a sample of M / 64, 795 to 805 after M / 128, 924 after M / 1024 (the k best
+# form of the seeding pass, knn_breakdown_h200.json runs 1 and 2). With the minima form the whole search took 0.872
+# to 0.893 ms cold at M / 64, 0.876 at M / 128, 0.899 at M / 32 and 1.016 at M / 1024 (run 4).
 SEED_SAMPLE = 64
 SEED_MIN_ROWS = 8192
 # The seeding pass's rows layout (row groups, interleave classes, block_n; None: the planner's choice). 64-row tiles:
@@ -193,9 +193,9 @@ def seed_plan(b, q, m, d, k, sms=SMS, exclude_self=False):
     The minima form (schedules.rows_sm90a: a best per accumulator element, the lists filled once per
     range) over exactly the rows its ranges cover, about seed_rows(m, k): it costs about what reading
     them does, where the k best form inserts nearly every candidate of its few tiles per range (on the
-    H200 at Q 128, M 10M: 53 to 72 us). Self-KNN excludes each query's own row, which a best of a group
-    cannot: it keeps the k best form over seed_rows(m, k) rows, as does a database the covered rows
-    would overrun. (None, 0) when the database is too small to seed.
+    H200 at Q 128, M 10M: 38 to 40 us against 53 to 77). Self-KNN excludes each query's own row, which
+    a best of a group cannot: it keeps the k best form over seed_rows(m, k) rows, as does a database
+    the covered rows would overrun. (None, 0) when the database is too small to seed.
     """
     rows = seed_rows(m, k)
     if not rows:

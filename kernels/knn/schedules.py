@@ -63,7 +63,7 @@ def _check(metric, k, dtype):
 def _score_contract(kb, d, k, metric, exclude_self, lists_per_range, dtype, seeded=False, minima=0):
     """Symbols, contract and params shared by the score kernels; returns their handles (and the seed's).
 
-    `minima`: the rows one range of the minima form scores at least (the database holds them), else 0.
+    `minima`: the fewest rows the minima form scores (one tile per interleave class), which the database holds; else 0.
     """
     b = kb.symbol("B", min=1, max=1 << 16, doc="independent problems (batch)")
     q_n = kb.symbol("Q", min=1, max=1 << 26, doc="queries per problem")
@@ -92,7 +92,8 @@ def _score_contract(kb, d, k, metric, exclude_self, lists_per_range, dtype, seed
     x = kb.tensor("x", dtype, [b, m, dd], doc="database rows, features contiguous")
     col = None
     if metric != "ip":
-        mp = kb.symbol("MP", min=max(4, -(-minima // 4) * 4), max=MAX_M, doc="length of col's rows: M rounded up to a multiple of 4")
+        mp = kb.symbol("MP", min=max(4, -(-minima // 4) * 4), max=MAX_M,
+                       doc="length of col's rows: M rounded up to a multiple of 4")
         kb.require(mp % 4 == 0, "rows of col start 16-byte aligned (TMA)")
         kb.require((mp >= m) & (mp < m + 4), "MP is M rounded up to a multiple of 4")
         col = kb.tensor("col", "f32", [b, mp], doc="per database row: ||x||^2 (l2) or 1 / ||x|| (cos); 0 past M")
