@@ -19,6 +19,7 @@ Each gate returns a Verdict: accepted, why (one line) and details for the record
 
 import dataclasses
 import math
+import statistics
 
 from agent.compiler_port import Refused
 
@@ -105,11 +106,6 @@ def _reached(curve, target):
     return next((i + 1 for i, v in enumerate(curve) if v <= target * (1 + MACRO_TOLERANCE)), math.inf)
 
 
-def _median(xs):
-    xs = sorted(xs)
-    return (xs[(len(xs) - 1) // 2] + xs[len(xs) // 2]) / 2
-
-
 def gate_macro(without, with_macro):
     """without, with_macro: best-so-far curves per seed (same seeds, same evaluation budget)."""
     if not without or len(without) != len(with_macro) or not all(without) or not all(with_macro):
@@ -121,7 +117,7 @@ def gate_macro(without, with_macro):
                "best_without_s": [c[-1] for c in without], "best_with_s": [m[-1] for m in with_macro]}
     if worse:
         return Verdict(False, "ends worse on %d of %d replayed seeds" % (len(worse), len(without)), details)
-    b, n = _median(base), _median(new)
+    b, n = statistics.median(base), statistics.median(new)
     if not n <= MACRO_FRACTION * b:
         return Verdict(False, "reaches the best without it in %s of %s evaluations (median): not within %d%%"
                        % (n, b, MACRO_FRACTION * 100), details)

@@ -86,7 +86,7 @@ def test_the_outer_loop_gates_each_mined_macro_by_replaying_its_task(tmp_path, m
     monkeypatch.setattr(macros, "replay", replay)
     kb = knowledge_store(tmp_path)
     results = []
-    outer._macro_proposals(kb, None, outer.run_databases([str(tmp_path / "runs")]),
+    outer._macro_proposals(kb, None, outer.run_databases([str(tmp_path / "runs")]), set(),
                            lambda *a: results.append(a), lambda msg: None)
     name = "persistent_then_defer_lane_reduction"
     assert replays == [[], [name]]
@@ -105,5 +105,7 @@ def test_a_macro_refused_on_the_same_evidence_is_not_replayed_again(tmp_path, mo
     store.close()
     monkeypatch.setattr(macros, "replay", lambda *a: pytest.fail("replayed a refused macro"))
     results = []
-    outer._macro_proposals(knowledge_store(tmp_path), None, [path], lambda *a: results.append(a), lambda msg: None)
+    refused = outer._collect([path])[4]
+    outer._macro_proposals(knowledge_store(tmp_path), None, [path], refused, lambda *a: results.append(a),
+                           lambda msg: None)
     assert results == []

@@ -38,8 +38,9 @@ def run_databases(runs_roots):
 
 
 def _collect(paths):
-    """(failure rows with ir_text, passing (hash, ir_text), {run id: (context, tactic stats)}, calibration pairs)."""
-    failures, passing, stats, pairs = [], {}, {}, []
+    """(failure rows with ir_text, passing (hash, ir_text), {run id: (context, tactic stats)}, calibration pairs,
+    {(kind, signature)} of the proposals some run recorded as refused)."""
+    failures, passing, stats, pairs, refused = [], {}, {}, [], set()
     for path in paths:
         s = Store(path)
         try:
@@ -51,9 +52,10 @@ def _collect(paths):
             if run:
                 stats[run["id"]] = (weights.context(json.loads(run["task"]), run["mode"]), s.tactic_stats())
             pairs += s.calibration_pairs()
+            refused |= {(p["kind"], p["signature"]) for p in s.proposals() if p["status"] == "refused"}
         finally:
             s.close()
-    return failures, passing, stats, pairs
+    return failures, passing, stats, pairs, refused
 
 
 def learned_rules(source):
@@ -151,30 +153,17 @@ def _weights_proposal(kb, stats, record, log):
                version)
 
 
-def _refused(paths, kind):
-    """Signatures of the `kind` proposals some run under the roots recorded as refused."""
-    out = set()
-    for path in paths:
-        s = Store(path)
-        try:
-            out |= {p["signature"] for p in s.proposals() if p["kind"] == kind and p["status"] == "refused"}
-        finally:
-            s.close()
-    return out
-
-
-def _macro_proposals(kb, port, paths, record, log):
+def _macro_proposals(kb, port, paths, refused, record, log):
     from agent import task as task_mod
 
     doc = kb.load(knowledge.TACTICS)
     listed = {t["name"]: t for t in doc["tactics"]}
     rewrites = {n for n, t in listed.items() if t["kind"] == "rewrite"}
     known = [tuple(t["steps"]) for t in listed.values() if t["kind"] == "macro"]
-    refused = _refused(paths, "macro")
     for candidate, tasks in macros.mine(paths, rewrites, known):
         item = macros.tactic_item(candidate)
         sig = "macro|%s|%d lineages" % (item["name"], candidate.support)
-        if sig in refused:
+        if ("macro", sig) in refused:
             continue  # gated on this evidence already: replay again only when more lineages back it
         if len(tasks) != 1:
             record("macro", sig, item, gate.Verdict(False, "mined from runs of %d tasks: replay needs one" % len(tasks)),
@@ -196,7 +185,8 @@ def learn(runs_roots, kb, port, store=None, min_recurrence=3, log=print):
     """Make, gate and record proposals from every run under `runs_roots` (a list of directories) into `kb`
     (a Knowledge with a learned store), asking the compiler through `port` (agent/compiler_port.py);
     returns [(kind, signature, verdict)]."""
-    failures, passing, stats, pairs = _collect(run_databases(runs_roots))
+    paths = run_databases(runs_roots)
+    failures, passing, stats, pairs, refused = _collect(paths)
     results = []
 
     def record(kind, sig, payload, verdict, version):
@@ -208,5 +198,5 @@ def learn(runs_roots, kb, port, store=None, min_recurrence=3, log=print):
     _rule_proposals(kb, port, failures, passing, min_recurrence, record, log)
     _calibration_proposal(kb, port, pairs, record, log)
     _weights_proposal(kb, stats, record, log)
-    _macro_proposals(kb, port, run_databases(runs_roots), record, log)
+    _macro_proposals(kb, port, paths, refused, record, log)
     return results

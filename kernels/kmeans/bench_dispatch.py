@@ -38,6 +38,21 @@ def flops(s):
     return 2.0 * s["B"] * s["N"] * s["K"] * s["D"]
 
 
+def geomean(xs):
+    return math.exp(sum(map(math.log, xs)) / len(xs)) if xs else None
+
+
+def versus_flashlib(compared, checked, names=("cake", "flashlib")):
+    """The summary a validation against flashlib reports: over the `compared` rows their speedups' geometric
+    mean, minimum and count below 1.0x; over the `checked` rows, per implementation, how many failed its check."""
+    speedups = [r["speedup_vs_flashlib"] for r in compared]
+    return {"geomean_speedup_vs_flashlib": geomean(speedups),
+            "min_speedup_vs_flashlib": min(speedups) if speedups else None,
+            "below_1x": sum(x < 1.0 for x in speedups),
+            "checks_failed": {n: sum(not r["impls"].get(n, {}).get("check", {}).get("passed") for r in checked)
+                              for n in names}}
+
+
 def in_caps(s):
     return flops(s) <= WORK_CAP_FLOPS and 2 * s["B"] * (s["N"] + s["K"]) * s["D"] <= BYTES_CAP
 
@@ -351,15 +366,10 @@ def main():
     log("host: %s" % json.dumps(host))
     kernel_rows = [r for r in rows if r["set"].startswith("kernel") and "speedup_vs_flashlib" in r
                    and all(e.get("check", {}).get("passed") for e in r["impls"].values())]
-    speedups = [r["speedup_vs_flashlib"] for r in kernel_rows]
     summary = {
         "shapes_measured": len(rows),
         "kernel_path_shapes_compared": len(kernel_rows),
-        "geomean_speedup_vs_flashlib": math.exp(sum(map(math.log, speedups)) / len(speedups)) if speedups else None,
-        "min_speedup_vs_flashlib": min(speedups) if speedups else None,
-        "below_1x": sum(s < 1.0 for s in speedups),
-        "checks_failed": {name: sum(not r["impls"].get(name, {}).get("check", {}).get("passed") for r in rows)
-                          for name in fns},
+        **versus_flashlib(kernel_rows, rows, tuple(fns)),
         "device_seconds_in_script": time.time() - t_start,
     }
     log("summary: %s" % json.dumps(summary))

@@ -183,23 +183,18 @@ def main():
     shapes = validation_shapes(changed)
     pool.terminate()
     checked = validate(shapes, env, t_start + args.deadline_s, log)
-    speedups = [r["speedup_vs_flashlib"] for r in checked if "speedup_vs_flashlib" in r]
     gains = [r["speedup_over_earlier"] for r in tuned if "speedup_over_earlier" in r]
     result = {
         "machine": env,
         "how": {"cover": __doc__.split("1. ")[1].split("2. ")[0].strip(),
                 "validation": __doc__.split("2. ")[1].split("The result")[0].strip(), "min_ms": args.min_ms},
         "summary": {"entries_covered": len(tuned), "entries_changed": len(changed),
-                    "geomean_speedup_over_earlier_winner": tune_rest.geomean(gains),
+                    "geomean_speedup_over_earlier_winner": bench_dispatch.geomean(gains),
                     "entries_planned": len(plan), "shapes_planned": len(shapes), "shapes_validated": len(checked),
                     "previously_below_1x": sum(e["speedup_vs_flashlib"] < 1.0 for _, e in shapes),
                     "previously_below_1x_now_below_1x": sum(r["speedup_vs_flashlib"] < 1.0 for r in checked
                                                             if "speedup_vs_flashlib" in r and r["earlier"]["speedup_vs_flashlib"] < 1.0),
-                    "geomean_speedup_vs_flashlib": tune_rest.geomean(speedups),
-                    "min_speedup_vs_flashlib": min(speedups) if speedups else None,
-                    "below_1x": sum(x < 1 for x in speedups),
-                    "checks_failed": {n: sum(not r["impls"][n].get("check", {}).get("passed") for r in checked)
-                                      for n in ("cake", "flashlib")},
+                    **bench_dispatch.versus_flashlib([r for r in checked if "speedup_vs_flashlib" in r], checked),
                     "compile_s": t_compiled - t_start, "cover_s": t_tuned - t_compiled, "script_s": time.time() - t_start},
         "cover": tuned,
         "assign": checked,

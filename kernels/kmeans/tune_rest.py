@@ -24,7 +24,6 @@ benchmarks/results/kmeans_rest_h200.json (bench_dispatch's layout).
 import argparse
 import concurrent.futures
 import json
-import math
 import time
 
 from kernels.kmeans import bench_dispatch, dispatch, variants
@@ -134,10 +133,6 @@ def validate(db, plan, env, deadline, log):
     return rows
 
 
-def geomean(xs):
-    return math.exp(sum(map(math.log, xs)) / len(xs)) if xs else None
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", required=True)
@@ -164,18 +159,16 @@ def main():
     t_tuned = time.time()
     checked = validate(db, plan, env, deadline, log)
     ratios = [r["neighbour_over_cost_model"] for r in tuned if "neighbour_over_cost_model" in r]
-    speedups = [r["speedup_vs_flashlib"] for r in checked if "speedup_vs_flashlib" in r]
     result = {
         "machine": env,
         "how": {"tuning": db.made["how"], "validation": __doc__.split("2. ")[1].split("Kernels are")[0].strip(),
                 "max_ms": args.max_ms, "our_rate_flops_per_ms": OUR_RATE_FLOPS_PER_MS},
         "summary": {"buckets_tuned": len(db.entries), "buckets_planned": len(plan),
-                    "neighbour_rule_measured": len(ratios), "geomean_neighbour_over_cost_model": geomean(ratios),
+                    "neighbour_rule_measured": len(ratios),
+                    "geomean_neighbour_over_cost_model": bench_dispatch.geomean(ratios),
                     "neighbour_faster": sum(x > 1 for x in ratios), "neighbour_slower": sum(x < 1 for x in ratios),
-                    "shapes_validated": len(checked), "geomean_speedup_vs_flashlib": geomean(speedups),
-                    "min_speedup_vs_flashlib": min(speedups) if speedups else None, "below_1x": sum(x < 1 for x in speedups),
-                    "checks_failed": {n: sum(not r["impls"][n].get("check", {}).get("passed") for r in checked)
-                                      for n in ("cake", "flashlib")},
+                    "shapes_validated": len(checked),
+                    **bench_dispatch.versus_flashlib([r for r in checked if "speedup_vs_flashlib" in r], checked),
                     "compile_s": t_compiled - t_start, "tune_s": t_tuned - t_compiled, "script_s": time.time() - t_start},
         "tuning": tuned,
         "assign": checked,
