@@ -13,12 +13,15 @@ A compute role that fills its own stage ring (producer and only consumer of one 
       if (thread == 0 && V + (S - 1) < E) { ISSUE(V + (S - 1)) }       (S = 1: if (thread == 0) { ISSUE(V) })
       mbarrier_wait full@round(V)
       ... compute: the ring's regions at stage V % S ...
+      fence proxy_async                                                its generic reads done before the refill
       mbarrier_arrive empty@round(V)                                   every thread, after its last read
     }
 
 ISSUE(r) = wait empty@round(r); expect_tx full@round(r) BYTES; tma_load(src(r), region@(r % S), full@round(r)) ...
 Thread 0 refills the slot the previous round released: the one whose every thread has
-arrived on `empty`, so a refill never overtakes a read; S - 1 rounds are in flight.
+arrived on `empty`, so a refill never overtakes a read; S - 1 rounds are in flight. The
+fence orders the compute's generic-proxy reads of the stage (ldmatrix, ld.shared) before
+the TMA refill, an async-proxy write (CAKE-DATA-011); a ring without it is matched too.
 
 `build_role_ring` writes the shape from a description (`Stream`, `Resident`) and
 `match` reads it back (`SingleRoleRing`), so `split_producer`, `ring_depth` and
@@ -119,6 +122,20 @@ def refill(var, end, streams, regions, full, empty, stages):
     return ir_pb2.Op(branch=ir_pb2.Branch(cond=cond, then_body=issue_ops(streams, regions, full, empty, stages, ahead)))
 
 
+def release(empty, var):
+    """The round's release: fence proxy_async (its generic reads of the stage before the TMA refill), then
+    every thread's arrive on `empty`."""
+    return [ir_pb2.Op(fence=ir_pb2.Fence(kind=ir_pb2.FENCE_KIND_PROXY_ASYNC)),
+            ir_pb2.Op(mbarrier_arrive=ir_pb2.MbarrierArrive(barrier=ir_pb2.BarrierRef(barrier=empty, round=sym(var))))]
+
+
+def _release_length(body):
+    """How many ops of the loop body end with the release: 2 with its fence, 1 without."""
+    if len(body) > 1 and body[-2].WhichOneof("kind") == "fence" and body[-2].fence.kind == ir_pb2.FENCE_KIND_PROXY_ASYNC:
+        return 2
+    return 1
+
+
 def init_prologue(barriers):
     """if (thread == 0) { mbarrier_init each; fence mbarrier_init }, then block_sync."""
     inits = [ir_pb2.Op(mbarrier_init=ir_pb2.MbarrierInit(barrier=b)) for b in barriers]
@@ -142,6 +159,12 @@ class SingleRoleRing:
     @property
     def loop(self):
         return self.role.body[self.loop_index].loop
+
+    @property
+    def compute(self):
+        """The loop's compute ops: after the refill and the wait, before the release."""
+        body = self.loop.body
+        return body[2:len(body) - _release_length(body)]
 
 
 def _issue_template(ops, full, empty, round_expr):

@@ -13,7 +13,8 @@ ring_form.py: thread 0 issues TMA loads S - 1 rounds ahead into an S-stage ring 
 and empty mbarriers, one pipeline), every thread waits for its round's `full` and
 arrives on `empty` after its last read; resident tiles get one-shot mbarriers.
 What each thread computes is unchanged: the same tiles land at the same places before
-their readers read them, and no slot is refilled before every thread released it.
+their readers read them, and no slot is refilled before every thread released it (after a
+fence.proxy.async: the compute reads the stages through the generic proxy).
 
 `tma_to_loads(kernel)`: the inverse for a ring in that single-role shape, back to plain
 copies between two block_syncs per round (S = 1: the ring's regions become unstaged).
@@ -204,7 +205,7 @@ def loads_to_tma(kernel, stages=2, role=None):
                 if ref.region in streamed:
                     ref.stage.CopyFrom(mod(sym(v), const(stages)))
         body.append(op)
-    body.append(ir_pb2.Op(mbarrier_arrive=ir_pb2.MbarrierArrive(barrier=ir_pb2.BarrierRef(barrier=empty, round=sym(v)))))
+    body.extend(ring_form.release(empty, v))
     new_loop = ir_pb2.Loop()
     new_loop.CopyFrom(loop)
     del new_loop.body[:]
@@ -262,7 +263,7 @@ def tma_to_loads(kernel, pipeline=None):
         src = copy_message(s.src)
         substitute(src, {ROUND: sym(v)})
         copies.append(ir_pb2.Op(copy=ir_pb2.Copy(src_global=src, dst_tile=ir_pb2.TileRef(region=s.region))))
-    compute = [copy_message(op) for op in loop.body[2:-1]]
+    compute = [copy_message(op) for op in m.compute]
     for op in compute:
         _unstage(op, streamed)
     body = copies + [ir_pb2.Op(block_sync=ir_pb2.BlockSync())] + compute + [ir_pb2.Op(block_sync=ir_pb2.BlockSync())]

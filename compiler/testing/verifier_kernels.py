@@ -23,9 +23,10 @@ def _producer(k, x, s, full, empty, n, stages, expect_bytes, wait_empty=True):
                 r.tma_load(x[i * 64], s[i % stages], full.round(i))
 
 
-def ring(stages=2, release=True, wait_empty=True, empty_arrivals=32, expect_bytes=256, target="sm_90a"):
+def ring(stages=2, release=True, wait_empty=True, empty_arrivals=32, expect_bytes=256, target="sm_90a", fence=True):
     """One producer warp fills a `stages`-deep ring of 64-float tiles by TMA; one consumer warp copies each
-    tile into every thread's registers, each of its threads releases the slot, and thread 0 stores the tile."""
+    tile into every thread's registers, each of its threads fences its reads (unless `fence` is False) and
+    releases the slot, and thread 0 stores the tile."""
     k = KernelBuilder("ring", target=target)
     n = k.symbol("N", min=64, max=1 << 16, doc="elements")
     k.contract(math="y[i] = x[i]", reference="kernels.test.copy", metric="exact", tolerance=0.0)
@@ -45,6 +46,8 @@ def ring(stages=2, release=True, wait_empty=True, empty_arrivals=32, expect_byte
             r.wait(full.round(i))
             r.copy(s[i % stages], v.all)
             if release:
+                if fence:
+                    r.fence("proxy_async")
                 r.arrive(empty.round(i))
             with r.if_(r.thread == 0):
                 r.copy(v.all, y[i * 64])
@@ -73,6 +76,7 @@ def alternating(stages):
             i = j * 2 + r.warp
             r.wait(full.round(i))
             r.copy(s[i % stages], v.all)
+            r.fence("proxy_async")
             r.arrive(empty.round(i))
             with r.if_(r.lane == 0):
                 r.copy(v.all, y[i * 64])

@@ -63,6 +63,7 @@ def score_stream_sm90a(
             r.mma("wgmma", s_rows.tile(window=[(r.warpgroup * 64, 64), (0, d)]), s_cols[t % stages], score.all, accumulate=0)
             r.mma_wait(0)
             r.ew("fma", score.all, score.all, -2.0, s_col_sq[t % stages])
+            r.fence("proxy_async")  # the ld.shared of sColSq complete before the TMA refill (CAKE-DATA-011)
             r.arrive(empty.round(t))
             tile_epilogue(r, score.all, t)
         finish(r, row0 + r.warpgroup * 64)

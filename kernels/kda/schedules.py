@@ -307,6 +307,7 @@ def chain_sm90a(stages=2, name="kda_chain_sm90a"):
             r.ew("mul", St.all, St.all, sgl[s])
             r.mma("wgmma", sU.all, skd[s], St.all, accumulate=1, a_major="mn", b_major="mn")  # St += U^T kd
             r.mma_wait(0)
+            r.fence("proxy_async")  # the ld.shared of sgl complete before the TMA refill (CAKE-DATA-011)
             r.arrive(empty.round(c))
             r.copy(O.all, o[b, c * C, block.x * HALF])
             r.copy(St.all, sS.all)

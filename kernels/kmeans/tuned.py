@@ -107,7 +107,9 @@ def assign_sm90a_tuned(d=128, block_k=128, stages=3, x_stages=2, consumers=4, dt
                     r.arrive(x_empty.round(it))  # no more wgmma reads this row block's points
                 r.ew("fma", acc.all, acc.all, -2.0, s_q[rnd % stages])
                 r.arg_reduce("argmin", acc.all, 1, k * block_k, best_v.all, best_i.all, "thread", accumulate=True)
-                # This warpgroup's wgmma and every thread's c_sq reads of the slot are done.
+                # This warpgroup's wgmma and every thread's c_sq reads of the slot are done, the reads ordered
+                # before the TMA refill (ld.shared, then an async-proxy write: CAKE-DATA-011).
+                r.fence("proxy_async")
                 r.named_sync(wg_done, index=r.warpgroup)
                 with r.if_(leader):
                     r.arrive(empty.round(rnd))

@@ -282,7 +282,9 @@ def rows_sm90a(d=128, dk=None, block_n=64, stages=5, q_stages=2, row_groups=4, i
                                 _epilogue(r, metric, acc.all, s_col[rnd % stages])
                         else:
                             _epilogue(r, metric, acc.all, s_col[rnd % stages])
-                        # Every thread's reads of this slot's norms are done.
+                        # Every thread's reads of this slot's norms are done, and ordered before the TMA refill
+                        # (ld.shared, then an async-proxy write: CAKE-DATA-011).
+                        r.fence("proxy_async")
                         r.named_sync(wg_done, index=r.warpgroup)
                     with r.if_(leader):
                         r.arrive(empty.round(rnd))
@@ -387,6 +389,7 @@ def cols_sm90a(d=128, block_q=16, stages=4, consumers=2, k=10, metric="l2", excl
                     r.arrive(q_empty.round(it))
                 if s_col is not None:
                     r.copy(s_col.tile(rnd % stages, window=[(r.warpgroup * 64, 64)]), rows.all)
+                    r.fence("proxy_async")  # the norm reads complete before the TMA refill (CAKE-DATA-011)
                     r.named_sync(wg_done, index=r.warpgroup)  # every thread's norm reads are done
                 with r.if_(leader):
                     r.arrive(empty.round(rnd))

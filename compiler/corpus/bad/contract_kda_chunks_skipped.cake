@@ -1,4 +1,4 @@
-# expect: CAKE-CONTRACT-010 at kernel.roles[1].body[3].loop.body[59].copy
+# expect: CAKE-CONTRACT-010 at kernel.roles[1].body[3].loop.body[60].copy
 # defect: chunk c stores at token 128 c: every other 64-token chunk of the output is never written
 kernel kda_chunk_fwd_sm90a {
   contract {
@@ -161,6 +161,7 @@ kernel kda_chunk_fwd_sm90a {
       copy { src_tile: Y  dst_tile: skd }
       elementwise { op: mul  dst: acc1  srcs: [sv@(c % 2), beta_r] }
       copy { src_tile: acc1  dst_tile: svb }
+      fence { kind: proxy_async }
       mbarrier_arrive { barrier: empty@round(c) }
       fence { kind: proxy_async }
       named_barrier_sync { barrier: "wg" }

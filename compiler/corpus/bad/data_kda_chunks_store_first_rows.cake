@@ -1,4 +1,4 @@
-# expect: CAKE-DATA-007 at kernel.roles[1].body[3].loop.body[59].copy
+# expect: CAKE-DATA-007 at kernel.roles[1].body[3].loop.body[60].copy
 # defect: every chunk stores its outputs at token 0: chunks overwrite each other
 kernel kda_chunk_fwd_sm90a {
   contract {
@@ -161,6 +161,7 @@ kernel kda_chunk_fwd_sm90a {
       copy { src_tile: Y  dst_tile: skd }
       elementwise { op: mul  dst: acc1  srcs: [sv@(c % 2), beta_r] }
       copy { src_tile: acc1  dst_tile: svb }
+      fence { kind: proxy_async }
       mbarrier_arrive { barrier: empty@round(c) }
       fence { kind: proxy_async }
       named_barrier_sync { barrier: "wg" }

@@ -164,6 +164,7 @@ kernel kmeans_assign_sm90a_tuned {
           scope: thread
           accumulate: true
         }
+        fence { kind: proxy_async }
         named_barrier_sync { barrier: "wg_done"  index: warpgroup }
         branch {
           cond: warp % 4 == 0 && elected

@@ -133,6 +133,7 @@ kernel knn_topk_sm90a {
       }
       mma_wait {}
       elementwise { op: fma  dst: score  srcs: [score, -2.0, sColSq@(t % 3)] }
+      fence { kind: proxy_async }
       mbarrier_arrive { barrier: empty@round(t) }
       top_k {
         src: score

@@ -121,6 +121,7 @@ kernel kmeans_assign_naive {
         scope: lanes
         accumulate: true
       }
+      fence { kind: proxy_async }
       mbarrier_arrive { barrier: empty@round(t) }
     }
     copy { src_tile: best_i  dst_global: labels[block.y, block.x * 128 + warpgroup * 64] }

@@ -174,6 +174,7 @@ kernel kda_chain_sm90a {
       elementwise { op: mul  dst: St  srcs: [St, sgl@(c % 2)] }
       mma { kind: wgmma  a: sU  b: skd@(c % 2)  acc: St  a_major: mn  b_major: mn  accumulate: 1 }
       mma_wait {}
+      fence { kind: proxy_async }
       mbarrier_arrive { barrier: empty@round(c) }
       copy { src_tile: O  dst_global: o[block.y, c * 64, block.x * 64] }
       copy { src_tile: St  dst_tile: sS }

@@ -109,6 +109,7 @@ kernel kmeans_assign_sm90a {
       }
       mma_wait {}
       elementwise { op: fma  dst: score  srcs: [score, -2.0, sColSq@(t % 3)] }
+      fence { kind: proxy_async }
       mbarrier_arrive { barrier: empty@round(t) }
       arg_reduce {
         op: argmin

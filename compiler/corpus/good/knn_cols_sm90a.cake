@@ -176,6 +176,7 @@ kernel knn_cols_sm90a {
           }
         }
         copy { src_tile: sCol@((it * T + j) % 4)[warpgroup * 64 +: 64]  dst_tile: rows }
+        fence { kind: proxy_async }
         named_barrier_sync { barrier: "wg_done"  index: warpgroup }
         branch {
           cond: warp % 4 == 0 && elected

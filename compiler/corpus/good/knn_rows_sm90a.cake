@@ -179,6 +179,7 @@ kernel knn_rows_sm90a {
           }
         }
         elementwise { op: fma  dst: acc  srcs: [acc, -2.0, sCol@((it * T + jj) % 5)] }
+        fence { kind: proxy_async }
         named_barrier_sync { barrier: "wg_done"  index: warpgroup }
         branch {
           cond: warp % 4 == 0 && elected

@@ -89,7 +89,8 @@ class DataOps:
         inst = self.inst(r, node)
         for _, box in self.pieces(r, tile):
             try:
-                self.memory.read(key, box, who, vc, node.path, inst, r.index, tile.ring, async_proxy, elsewhere)
+                self.memory.read(key, box, who, vc, node.path, inst, r.index, tile.ring, async_proxy, elsewhere,
+                                 not async_proxy and tile.space == program.SHARED)
             except Violation as v:
                 short = self.short_phase(r, tile, key[1], node) if v.kind in ("raw", "uninit_read") and tile.ring else None
                 raise short or v
@@ -128,8 +129,9 @@ class DataOps:
         vc = agent_vc if agent_vc is not None else r.vc
         who = agent if agent is not None else r.base
         inst = self.inst(r, node)
+        async_proxy = agent is not None and not generic and tile.space == program.SHARED  # a TMA load's
         for unit, box in self.pieces(r, tile, node.write_unit):
-            self.memory.write(key, box, who, vc, node.path, inst, r.index, tile.ring, generic, unit)
+            self.memory.write(key, box, who, vc, node.path, inst, r.index, tile.ring, generic, unit, async_proxy)
         return None
 
     def unit(self, r, which):

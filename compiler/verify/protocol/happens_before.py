@@ -15,7 +15,12 @@ every overlapping access of another instance:
   finished, or, when the reader was ordered after the data the write
   replaced, a write that overtook the read),
 - an async-proxy read (TMA store source, wgmma/tcgen05 operand) of
-  generic-proxy writes additionally after a proxy fence of each writer.
+  generic-proxy writes additionally after a proxy fence of each writer,
+- an async-proxy write (a TMA load) over generic-proxy reads additionally
+  after a proxy fence of each reader: without it the TMA may land before the
+  readers' loads complete, though the release that hands the stage back is
+  ordered after them (seen on the H200: a consumer reading a ring stage's
+  norms with ld.shared, then releasing it, read the next round's norms).
 
 A class of several threads is one agent, but its threads exchange data: what
 one thread wrote cooperatively, another reads. So an access after another op
@@ -61,7 +66,7 @@ class Access:
         self.path = path
         self.inst = inst  # (path, loop iteration values): the op instance
         self.box = box  # ((start, end), ...) per dimension
-        self.generic = generic  # written through the generic proxy
+        self.generic = generic  # written (or read) through the generic proxy
         self.cls = cls  # thread class that issued it
         self.replaced = ()  # the writes this one covered
         self.unit = unit  # (role, level, index) of the warpgroup, warp or thread that wrote its own part, or None
@@ -192,8 +197,8 @@ class Memory:
         raise Violation("write_race", path, "writes `%s` while %s is not ordered before this write" % (name, what),
                         (("the conflicting access", other),))
 
-    def check_write(self, key, box, vc, path, inst, cls, ring, agent=-1, unit=None):
-        """Raise unless a write of `box` by `agent` (clock vc) may start now."""
+    def check_write(self, key, box, vc, path, inst, cls, ring, agent=-1, unit=None, async_proxy=False):
+        """Raise unless a write of `box` by `agent` (clock vc) may start now; `async_proxy`: a TMA load's."""
         loc = self.locs.get(key)
         if loc is None:
             return
@@ -216,9 +221,24 @@ class Memory:
         for c, p, b in loc.pending:
             if c != cls and overlaps(b, box):
                 self._race(ring, path, name, p, "an in-flight cp.async")
+        if async_proxy:
+            for r in loc.reads:
+                if not r.generic or r.inst == inst or not overlaps(r.box, box):
+                    continue
+                fence = _first_after(self.proxy_fences[r.cls], r.time)
+                if fence is None or vc[r.agent] < fence:
+                    raise Violation(
+                        "proxy_fence_war", r.path,
+                        "reads `%s` through the generic proxy, then an async-proxy write (TMA load) refills it without "
+                        "a fence.proxy.async by the reading threads: the load may land before these reads complete"
+                        % name,
+                        (("the TMA load that overwrites it", path),),
+                        "Run fence(proxy_async) in the reading role after its last generic read of `%s` and before "
+                        "the arrive that releases the stage." % name,
+                    )
 
-    def write(self, key, box, agent, vc, path, inst, cls, ring, generic=False, unit=None):
-        self.check_write(key, box, vc, path, inst, cls, ring, agent, unit)
+    def write(self, key, box, agent, vc, path, inst, cls, ring, generic=False, unit=None, async_proxy=False):
+        self.check_write(key, box, vc, path, inst, cls, ring, agent, unit, async_proxy)
         loc = self.loc(key)
         access = Access(agent, vc[agent], path, inst, box, generic, cls, unit)
         kept, replaced = [], []
@@ -229,8 +249,8 @@ class Memory:
         loc.writes = kept
         loc.reads = [r for r in loc.reads if not covers(box, r.box)]
 
-    def read(self, key, box, agent, vc, path, inst, cls, ring, async_proxy, written_elsewhere):
-        """Record a read of `box`; raise when it is not ordered after what it reads."""
+    def read(self, key, box, agent, vc, path, inst, cls, ring, async_proxy, written_elsewhere, generic=False):
+        """Record a read of `box`; raise when it is not ordered after what it reads. `generic`: an ld.shared."""
         loc = self.loc(key)
         name = self.names[key[0]]
         for c, p, b in loc.pending:
@@ -283,7 +303,7 @@ class Memory:
                         (("the async-proxy read", path),),
                     )
         for r in loc.reads:
-            if r.agent == agent and r.box == box:
+            if r.agent == agent and r.box == box and r.generic == generic:
                 r.time, r.path, r.inst = vc[agent], path, inst
                 return
-        loc.reads.append(Access(agent, vc[agent], path, inst, box))
+        loc.reads.append(Access(agent, vc[agent], path, inst, box, generic, cls))

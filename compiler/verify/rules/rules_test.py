@@ -101,14 +101,14 @@ def test_lapped_wait():
 
 def test_barrier_array_reference_without_slot():
     k = ring()
-    arrive = k.roles[1].body[1].loop.body[2].mbarrier_arrive
+    arrive = k.roles[1].body[1].loop.body[3].mbarrier_arrive
     arrive.barrier.ClearField("round")
-    assert [(d.id, d.path) for d in verify(k)] == [("CAKE-SYNC-015", "kernel.roles[1].body[1].loop.body[2].mbarrier_arrive")]
+    assert [(d.id, d.path) for d in verify(k)] == [("CAKE-SYNC-015", "kernel.roles[1].body[1].loop.body[3].mbarrier_arrive")]
 
 
 def test_writing_a_read_only_tensor():
     k = ring()
-    k.roles[1].body[1].loop.body[3].branch.then_body[0].copy.dst_global.param = "x"
+    k.roles[1].body[1].loop.body[4].branch.then_body[0].copy.dst_global.param = "x"
     assert "CAKE-CONTRACT-006" in _ids(k)
 
 

@@ -1,0 +1,137 @@
+# expect: CAKE-DATA-011 at kernel.roles[1].body[4].loop.body[3].elementwise
+# defect: candidate #205 of the H200 agent run h200-paper: reads each stage's c_sq with ld.shared and releases it to the TMA producer with no fence.proxy.async; on the H200 it gave 55-83 wrong labels of 2,097,152 per run (1,300-1,900 on clustered inputs), none with the fence
+kernel kmeans_assign_naive {
+  contract {
+    math: "labels[b, n] = argmin_k (c_sq[b, k] - 2 sum_d x[b, n, d] c[b, k, d]), ties to the smallest k; c_sq[b, k] = sum_d c[b, k, d]^2"
+    reference: "kernels.kmeans.reference.assign"
+    symbol B { min: 1  max: 65536  doc: "independent problems" }
+    symbol N { min: 64  max: 67108864  doc: "points per problem" }
+    symbol K { min: 64  max: 1048576  doc: "centroids per problem" }
+    symbol D { min: 128  max: 128  value: 128  doc: "features (the kernel is specialized to it)" }
+    constraint { expr: N % 64 == 0  doc: "N comes in whole 64-point blocks" }
+    constraint { expr: K % 64 == 0  doc: "K comes in whole 64-centroid tiles" }
+    metric: label_agreement
+    tolerance: 0.999
+  }
+  target: sm_90a
+  launch { grid: [N / 64, B] }
+  param x {
+    kind: tensor
+    dtype: bf16
+    shape: [B, N, D]
+    access: read
+    align_bytes: 16
+    doc: "points, features contiguous"
+  }
+  param c {
+    kind: tensor
+    dtype: bf16
+    shape: [B, K, D]
+    access: read
+    align_bytes: 16
+    doc: "centroids, features contiguous"
+  }
+  param c_sq {
+    kind: tensor
+    dtype: f32
+    shape: [B, K]
+    access: read
+    align_bytes: 16
+    doc: "squared centroid norms, from c as stored"
+  }
+  param labels {
+    kind: tensor
+    dtype: i32
+    shape: [B, N]
+    access: write
+    align_bytes: 16
+    doc: "nearest centroid of each point"
+  }
+  region sX { space: shared  dtype: bf16  shape: [64, 128]  stages: 1  swizzle: 128b }
+  region sC { space: shared  dtype: bf16  shape: [64, 128]  stages: 2  swizzle: 128b }
+  region sCsq { space: shared  dtype: f32  shape: [64]  stages: 2 }
+  region score { space: register  dtype: f32  shape: [64, 64]  layout: wgmma_acc  owner: "main" }
+  region best_v { space: register  dtype: f32  shape: [64]  layout: wgmma_rows  owner: "main" }
+  region best_i { space: register  dtype: i32  shape: [64]  layout: wgmma_rows  owner: "main" }
+  barrier sX_full { kind: mbarrier  count: 1  arrivals: 1  tx_bytes: 16384 }
+  barrier full { kind: mbarrier  count: 2  arrivals: 1  tx_bytes: 16640 }
+  barrier empty { kind: mbarrier  count: 2  arrivals: 128 }
+  pipeline ring {
+    stages: 2
+    full: "full"
+    empty: "empty"
+    regions: ["sC", "sCsq"]
+    producer: "load"
+    consumers: ["main"]
+  }
+  role load {
+    kind: producer
+    warpgroups: 1
+    branch {
+      cond: thread == 0
+      then_body {
+        mbarrier_init { barrier: "sX_full" }
+        mbarrier_init { barrier: "full" }
+        mbarrier_init { barrier: "empty" }
+        fence { kind: mbarrier_init }
+      }
+    }
+    block_sync {}
+    branch {
+      cond: warp == 0 && elected
+      then_body {
+        mbarrier_expect_tx { barrier: sX_full[0]  bytes: 16384 }
+        tma_load { src: x[block.y, block.x * 64, 0]  dst: sX  barrier: sX_full[0] }
+        loop t in 0 .. K / 64 {
+          mbarrier_wait { barrier: empty@round(t) }
+          mbarrier_expect_tx { barrier: full@round(t)  bytes: 16640 }
+          tma_load { src: c[block.y, t * 64, 0]  dst: sC@(t % 2)  barrier: full@round(t) }
+          tma_load { src: c_sq[block.y, t * 64]  dst: sCsq@(t % 2)  barrier: full@round(t) }
+        }
+      }
+    }
+  }
+  role main {
+    kind: consumer
+    warpgroups: 1
+    block_sync {}
+    fill { dst: best_v  value: inf }
+    fill { dst: best_i }
+    mbarrier_wait { barrier: sX_full[0]  phase: 0 }
+    loop t in 0 .. K / 64 {
+      mbarrier_wait { barrier: full@round(t) }
+      mma {
+        kind: wgmma
+        a: sX[warpgroup * 64 +: 64, 0 +: 128]
+        b: sC@(t % 2)
+        acc: score
+        accumulate: 0
+      }
+      mma_wait {}
+      elementwise { op: fma  dst: score  srcs: [score, -2.0, sCsq@(t % 2)] }
+      arg_reduce {
+        op: argmin
+        src: score
+        axis: 1
+        index_base: t * 64
+        values: best_v
+        indices: best_i
+        scope: thread
+        accumulate: true
+      }
+      mbarrier_arrive { barrier: empty@round(t) }
+    }
+    arg_reduce {
+      op: argmin
+      src: best_v
+      axis: 1
+      index_base: 0
+      values: best_v
+      indices: best_i
+      scope: lanes
+      accumulate: true
+    }
+    copy { src_tile: best_i  dst_global: labels[block.y, block.x * 64 + warpgroup * 64] }
+  }
+}
+
