@@ -41,6 +41,7 @@ def ring_copy():
         with r.loop("i", 0, 4) as i:
             r.wait(full.round(i))
             r.copy(tile[i % 2], y[block.x * 256 + i * 64])
+            r.fence("proxy_async")  # the generic reads of the stage before its TMA refill
             r.named_sync(k.named_barrier("drained", threads=64))
             with r.if_((r.warp == 0) & r.elected):
                 r.arrive(empty.round(i))

@@ -60,6 +60,7 @@ kernel {name} {{
     loop i in 0 .. {rounds} {{
       mbarrier_wait {{ barrier: full@round(i) }}
       copy {{ src_tile: tile@(i % 2)  dst_global: y[block.x * {block} + i * 64] }}
+      fence {{ kind: proxy_async }}
       named_barrier_sync {{ barrier: "drained" }}
       branch {{
         cond: warp == 0 && elected

@@ -52,6 +52,7 @@ kernel ring_copy {
     loop i in 0 .. 4 {
       mbarrier_wait { barrier: full@round(i) }
       copy { src_tile: tile@(i % 2)  dst_global: y[block.x * 256 + i * 64] }
+      fence { kind: proxy_async }
       named_barrier_sync { barrier: "drained" }
       branch {
         cond: warp == 0 && elected
