@@ -289,12 +289,16 @@ def rows_sm90a(d=128, dk=None, block_n=64, stages=5, q_stages=2, row_groups=4, i
                 if minima:
                     r.ew("max" if largest(metric) else "min", bests.all, bests.all, acc.all)
                 else:
+                    # Seeded lists rarely fill, so each thread's own k-th is the quad's threshold but for the
+                    # shuffles on the path to the next wgmma (TopK.own_threshold; on the H200 at Q 128, M 10M, the
+                    # score kernel took 20 to 40 us less without them, docs/gpu_runs.md).
                     r.top_k(acc.all, 1, k, row0, best_v.all, best_i.all, "thread", largest=largest(metric),
-                            index_limit=m, exclude_base=q0 + group * 64 if exclude_self else None, vote=True)
+                            index_limit=m, exclude_base=q0 + group * 64 if exclude_self else None, vote=True,
+                            own_threshold=seeded)
             if minima:
                 # A group is named by its first row: the column's row in the class's first tile of the range.
                 r.top_k(bests.all, 1, k, (si * t + cls) * block_n, best_v.all, best_i.all, "thread",
-                        largest=largest(metric), vote=True)
+                        largest=largest(metric), vote=True, own_threshold=True)  # one insertion into empty lists
             r.top_k_merge(best_v.all, best_i.all, k, "lanes", largest=largest(metric))
             p = si * interleave + cls if interleave > 1 else si
             r.copy(best_v.all, part_v[bi, p, q0 + group * 64, 0])
