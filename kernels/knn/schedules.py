@@ -16,7 +16,7 @@ Ranking scores (smaller is better for l2, larger for ip and cos):
 
 Inside a score kernel every thread inserts its own candidates into its own lists
 (TopK scope thread, fully unrolled, groups skipped by a warp vote against the best
-k-th among the lanes sharing the list) and the lanes sharing a list merge once at the
+k-th among the lanes sharing the list, or for seeded lists each thread's own k-th) and the lanes sharing a list merge once at the
 end of a range (a merge-only TopK). Tiles past the database's end are zero-filled by
 TMA and skipped by the TopK's index limit.
 
@@ -292,7 +292,7 @@ def rows_sm90a(d=128, dk=None, block_n=64, stages=5, q_stages=2, row_groups=4, i
                 else:
                     # Seeded lists rarely fill, so each thread's own k-th is the quad's threshold but for the
                     # shuffles on the path to the next wgmma (TopK.own_threshold; on the H200 at Q 128, M 10M, the
-                    # score kernel took 20 to 40 us less without them, docs/gpu_runs.md).
+                    # score kernel took 45 to 60 us less without them, 32 candidates a vote, docs/gpu_runs.md).
                     r.top_k(acc.all, 1, k, row0, best_v.all, best_i.all, "thread", largest=largest(metric),
                             index_limit=m, exclude_base=q0 + group * 64 if exclude_self else None, vote=True,
                             own_threshold=seeded)
