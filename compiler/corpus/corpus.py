@@ -50,6 +50,7 @@ GOOD = {
     "knn_cols_sm90a": knn.cols_sm90a,
     "knn_merge": knn.merge,
     "knn_merge_single": lambda: knn.merge(single=True),
+    "knn_merge_fanin": knn.merge_fanin,
     "knn_rows_sm80": knn.rows_sm80,
     "knn_rows_sm100a": knn.rows_sm100a,
     "knn_rows_naive": knn_naive.rows_naive,

@@ -278,8 +278,9 @@ class _Body:
         )
 
     def top_k(self, src, axis, k, index_base, values, indices, scope="thread", largest=False, src_indices=None,
-              index_limit=None, exclude_base=None, vote=False):
-        """Insert the candidates of score tile `src` into each thread's running top-k lists."""
+              index_limit=None, exclude_base=None, vote=False, own_threshold=False):
+        """Insert the candidates of score tile `src` into each thread's running top-k lists (`own_threshold`: a
+        voted insertion tests against each thread's own k-th entry, TopK.own_threshold)."""
         op = ir_pb2.TopK(
             src=src,
             axis=axis,
@@ -290,6 +291,7 @@ class _Body:
             indices=indices,
             scope=_enum(ir_pb2.Scope, scope),
             vote=vote,
+            own_threshold=own_threshold,
         )
         if src_indices is not None:
             op.src_indices.CopyFrom(src_indices)

@@ -87,28 +87,48 @@ def _insert(em, op, values, indices, slots, path):
             w.comment("Thresholds: what a candidate must reach to possibly enter the merged top k.")
             w.line("float cake_thr[%d];" % slots)
             for s in range(slots):
-                kth = "%s[%d]" % (values.name, s * k + k - 1)
-                if lanes is None:
-                    thr = kth
-                else:
-                    sharing = lanes[1] // lanes[0]  # lanes holding parts of one list's row or column
-                    part = "%s[%d]" % (values.name, s * k + -(-k // sharing) - 1)
-                    thr = "cake::topk::threshold<%s, %d, %d>(%s, %s)" % (largest, lanes[0], lanes[1], kth, part)
-                w.line("cake_thr[%d] = %s;" % (s, thr))
+                w.line("cake_thr[%d] = %s;" % (s, _list_threshold(values, s, k, largest, None if op.own_threshold
+                                                                  else lanes)))
         for g0 in range(0, src.count, topk_ir.VOTE_GROUP):
             group = list(range(g0, min(src.count, g0 + topk_ir.VOTE_GROUP)))
             with w.block(""):
                 head = ""
                 if op.vote:
-                    w.line("bool cake_hit = false;")
-                    for i in group:
-                        w.line("cake_hit |= cake::topk::reaches<%s>(%s, cake_thr[%d]);" % (largest, src.elem(i), list_slot(src, axis, i)))
+                    # Per list, the best of its elements in a balanced tree, then one test against the list's
+                    # threshold: the same answer as testing every element (better() skips a NaN as a failed
+                    # test does), in log2 dependent steps instead of one per element.
+                    hits = []
+                    for s in range(slots):
+                        elems = [src.elem(i) for i in group if list_slot(src, axis, i) == s]
+                        if elems:
+                            w.line("const float cake_b%d = %s;" % (s, _tree(elems, "cake::topk::better<%s>" % largest)))
+                            hits.append("cake::topk::reaches<%s>(cake_b%d, cake_thr[%d])" % (largest, s, s))
+                    w.line("const bool cake_hit = %s;" % " || ".join(hits))
                     head = "if (__any_sync(0xffffffffu, cake_hit))"
                 with w.block(head):
                     for s in range(slots):
                         elems = [i for i in group if list_slot(src, axis, i) == s]
                         if elems:
                             _insert_slot(em, op, src, given, values, indices, s, elems, tests, path)
+
+
+def _list_threshold(values, s, k, largest, lanes):
+    """C++ threshold of list slot s: its k-th entry, combined across the lanes sharing the list (`lanes`, the
+    (first, last) xor distances; None: the thread's own)."""
+    kth = "%s[%d]" % (values.name, s * k + k - 1)
+    if lanes is None:
+        return kth
+    sharing = lanes[1] // lanes[0]  # lanes holding parts of one list's row or column
+    part = "%s[%d]" % (values.name, s * k + -(-k // sharing) - 1)
+    return "cake::topk::threshold<%s, %d, %d>(%s, %s)" % (largest, lanes[0], lanes[1], kth, part)
+
+
+def _tree(terms, fn):
+    """C++ expression combining `terms` by the binary function `fn` in a balanced tree."""
+    if len(terms) == 1:
+        return terms[0]
+    half = (len(terms) + 1) // 2
+    return "%s(%s, %s)" % (fn, _tree(terms[:half], fn), _tree(terms[half:], fn))
 
 
 def _pick(e, options, bit=None):

@@ -10,7 +10,7 @@ from compiler.lower import LoweringError, lower
 
 
 def _kernel(src_layout="wgmma_acc", src_shape=(64, 64), list_layout="wgmma_rows", list_shape=(64, 4), axis=1,
-            merge_scope="lanes", vote=True, exclude=False, rescore=False):
+            merge_scope="lanes", vote=True, exclude=False, rescore=False, own_threshold=False):
     k = KernelBuilder("topk_probe", target="sm_90a")
     n = k.symbol("N", min=1, max=1 << 20)
     k.contract(math="top-k probe", reference="none", metric="exact", tolerance=0)
@@ -29,7 +29,7 @@ def _kernel(src_layout="wgmma_acc", src_shape=(64, 64), list_layout="wgmma_rows"
         r.fill(i.all, -1)
         with r.loop("t", 0, 3) as t:
             r.top_k(s.all, axis, 4, t * 64, v.all, i.all, "thread", index_limit=n, vote=vote,
-                    exclude_base=block.x * 64 if exclude else None)
+                    exclude_base=block.x * 64 if exclude else None, own_threshold=own_threshold)
         r.top_k_merge(v.all, i.all, 4, merge_scope)
         if rescore:
             r.rescore(v.all, i.all, q[0, 0], x[0, 0], "cosine")
@@ -54,6 +54,26 @@ def test_rows_insertion_votes_per_group_and_merges_the_quad_once():
     # One sorted insertion per list and group (not per element): two groups x two row slots.
     assert src.count("cake::topk::insert<4, false, 0>") == 2 and src.count("cake::topk::insert<4, false, 4>") == 2
     assert src.count("cake::topk::merge_lanes<4, false, 1, 4,") == 2
+
+
+def test_a_vote_tests_each_lists_best_element_found_in_a_balanced_tree():
+    src = lower(_kernel()).source
+    # Group 0 of a [64, 64] wgmma tile: row slot 0 holds elements 0, 1, 4, 5, 8, 9, 12, 13; the best of them in
+    # three levels, then one test against the slot's threshold, or-ed with slot 1's.
+    flat = "".join(src.split())
+    assert ("constfloatcake_b0=cake::topk::better<false>(cake::topk::better<false>(cake::topk::better<false>("
+            "r_s.d[0],r_s.d[1]),cake::topk::better<false>(r_s.d[4],r_s.d[5]))," in flat)
+    assert ("constboolcake_hit=cake::topk::reaches<false>(cake_b0,cake_thr[0])||"
+            "cake::topk::reaches<false>(cake_b1,cake_thr[1]);" in flat)
+    assert "cake_hit |=" not in src
+
+
+def test_an_own_threshold_is_the_threads_kth_entry_with_no_shuffle():
+    src = lower(_kernel(own_threshold=True)).source
+    _lists_use_literals(src)
+    assert "cake_thr[0] = r_v[3];" in src and "cake_thr[1] = r_v[7];" in src
+    assert "cake::topk::threshold<" not in src and "__shfl" not in src.split("merge_lanes")[0]
+    assert src.count("__any_sync(0xffffffffu, cake_hit)") == 2  # still a vote per group
 
 
 def test_column_lists_share_thresholds_and_merge_across_the_eight_lanes_of_a_column():

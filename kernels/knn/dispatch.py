@@ -7,7 +7,8 @@ A search of database `db` (kernels/knn/rows.py) for queries q at k neighbours ru
    rows) and a merge (ranking scores only) bound each query's k-th score there; four torch
    element-wise ops loosen the bound by the rounding bound into `seed`;
 2. the score kernel over the whole database (lists start at the seed when there is one),
-   writing partial lists into a workspace;
+   writing partial lists into a workspace (and with many per query, a fan-in that merges each 32
+   of them into one, plan.fanin_lists; the seeding pass's merge reads its own lists so too);
 3. the merge kernel: partial lists -> the k best, rescored exactly in f32, sorted, into the
    caller's dist and idx.
 k past the register lists (plan.MAX_K) runs the exact torch path (kernels/knn/torch_path.py).
@@ -83,11 +84,12 @@ def launcher(builder, params, late=()):
 _WORKSPACES = {}
 
 
-def workspace(b, lists, p, q, k, worst, device):
+def workspace(b, lists, p, q, k, worst, device, tag="score"):
     """Partial lists [B, P, Q, k] (scores, indices), shared per shape and plan: lists past the plan's
     `lists` are never written, so they keep the worst score and index -1 for the merge (the key holds
-    `lists`, so no plan finds another plan's lists there). Searches on one stream are ordered."""
-    key = (b, lists, p, q, k, worst, device)
+    `lists`, so no plan finds another plan's lists there; `tag` tells a score kernel's lists from a
+    fan-in's). Searches on one stream are ordered."""
+    key = (b, lists, p, q, k, worst, device, tag)
     ws = _WORKSPACES.get(key)
     if ws is None:
         if len(_WORKSPACES) > 64:
@@ -104,6 +106,10 @@ def score_builder(p, metric, exclude_self, dtype, seeded=False):
     if seeded:
         params["seeded"] = True
     return name, tuple(sorted(params.items()))
+
+
+def fanin_builder(k, metric):
+    return "merge_fanin", (("k", k), ("metric", metric))
 
 
 def merge_builder(k, metric, dtype, index_dtype, rescore=True, single=False):
@@ -146,10 +152,14 @@ def kernels_for(b, q, m, d, k, metric="l2", exclude_self=False, dtype=torch.bflo
     p, rows, _ = choose(b, q, m, rank_d, k, device_index, layout, None, seed, config)
     out = [score_builder(p, metric, exclude_self, DTYPES[rank_dtype], seeded=bool(rows)),
            merge_builder(k, metric, dtype, index_dtype, single=p.single)]
+    fans_in = planner.fanin_lists(p.lists_padded)
     if rows:
         sp, _ = planner.seed_plan(b, q, m, rank_d, k, planner.device_sms(device_index), exclude_self)
         out += [score_builder(sp, metric, exclude_self, DTYPES[rank_dtype]),
                 merge_builder(k, metric, rank_dtype, torch.int32, rescore=False, single=sp.single)]
+        fans_in = fans_in or planner.fanin_lists(sp.lists_padded)
+    if fans_in:
+        out.append(fanin_builder(k, metric))
     return out
 
 
@@ -339,7 +349,8 @@ def autotune(q3, db, k, exclude_self=False, index_dtype=torch.int32, top=4, reps
 
 
 class _Score:
-    """One prepared score kernel and the workspace it writes."""
+    """One prepared score kernel and the workspace it writes; with many partial lists per query, the fan-in
+    after it (plan.fanin_lists) and the fewer lists it leaves: `lists_v`, `lists_i` are what the merge reads."""
 
     def __init__(self, p, q_rank, rank, col, k, metric, exclude_self, seed=None):
         b, nq = q_rank.shape[0], q_rank.shape[1]
@@ -352,9 +363,19 @@ class _Score:
         if seed is not None:
             tensors["seed"] = seed
         self.prepared = self.launch.prepare(tensors, symbols={"S": p.splits, "T": p.tiles})
+        self.lists_v, self.lists_i = self.part_v, self.part_i
+        self.fanin = None
+        fanned = planner.fanin_lists(p.lists_padded)
+        if fanned:
+            self.lists_v, self.lists_i = workspace(b, p.lists_padded, fanned, nq, k, worst, q_rank.device, "fanin")
+            self.fanin = launcher(*fanin_builder(k, metric))
+            self.fanin_prepared = self.fanin.prepare(dict(part_v=self.part_v, part_i=self.part_i, out_v=self.lists_v,
+                                                          out_i=self.lists_i))
 
     def run(self, device_index):
         self.launch.launch(self.prepared, device_index)
+        if self.fanin is not None:
+            self.fanin.launch(self.fanin_prepared, device_index)
 
 
 class Call:
@@ -374,8 +395,8 @@ class Call:
             self._prepare_seed(q_rank, db, k, exclude_self, sms)
         self.score = _Score(p, q_rank, db.rank, db.col, k, db.metric, exclude_self, self.seed)
         self.merge = launcher(*merge_builder(k, db.metric, db.rows.dtype, idx.dtype, single=p.single), late=("dist", "idx"))
-        self.merge_prepared = self.merge.prepare(dict(q=q_rows, x=db.rows, part_v=self.score.part_v,
-                                                      part_i=self.score.part_i, dist=dist, idx=idx))
+        self.merge_prepared = self.merge.prepare(dict(q=q_rows, x=db.rows, part_v=self.score.lists_v,
+                                                      part_i=self.score.lists_i, dist=dist, idx=idx))
 
     def _prepare_seed(self, q_rank, db, k, exclude_self, sms):
         """Pass 1: a bound on each query's k-th score from the database's first rows (plan.seed_plan)."""
@@ -389,8 +410,8 @@ class Call:
         self.seed_vals = torch.empty((b, nq, k), dtype=torch.float32, device=dev)
         self.seed_idx = torch.empty((b, nq, k), dtype=torch.int32, device=dev)
         self.seed_merge = launcher(*merge_builder(k, db.metric, q_rank.dtype, torch.int32, rescore=False, single=sp.single))
-        self.seed_merge_prepared = self.seed_merge.prepare(dict(q=q_rank, x=rank, part_v=self.seed_score.part_v,
-                                                                part_i=self.seed_score.part_i, dist=self.seed_vals,
+        self.seed_merge_prepared = self.seed_merge.prepare(dict(q=q_rank, x=rank, part_v=self.seed_score.lists_v,
+                                                                part_i=self.seed_score.lists_i, dist=self.seed_vals,
                                                                 idx=self.seed_idx))
         self.x_norm = db.max_norm()
         self.q_norm = torch.empty((b, nq), dtype=torch.float32, device=dev)

@@ -191,6 +191,36 @@ def test_seeded_searches_pass_the_oracle_at_tail_shapes(metric, k, config, shape
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("metric", ["l2", "ip"])
+def test_many_partial_lists_fan_in_to_the_same_answer(metric, monkeypatch):
+    """A search of hundreds of partial lists per query merges each 32 into one first (merge_fanin): the oracle
+    passes, and the answer is the one the merge alone gives."""
+    import torch
+
+    from kernels.knn import api, dispatch
+    from kernels.knn import plan as planner
+    from kernels.knn.contract import knn_contract
+    from runtime.check import check_kernel
+
+    shape = {"B": 1, "Q": 130, "M": 400_003, "D": 72, "k": 10, "metric": metric}
+    p, rows, _ = dispatch.choose(1, 130, 400_003, 72, 10, 0)
+    assert rows and planner.fanin_lists(p.lists_padded) == 32  # seeded, and its merge reads fanned-in lists
+
+    def launch(outputs, inputs):
+        dist, idx = api.KnnIndex(inputs[1], metric=metric).search(inputs[0], 10)
+        outputs[0].copy_(dist)
+        outputs[1].copy_(idx)
+
+    result = check_kernel(knn_contract([shape], torch.bfloat16), launch)
+    assert result.passed, result.message
+    q, x = _queries_and_rows(130, 400_003, 72, seed=3)
+    fanned = api.KnnIndex(x[0], metric=metric).search(q[0], 10)
+    monkeypatch.setattr(planner, "FANIN_MIN_ROUNDS", 1 << 20)
+    merged = api.KnnIndex(x[0], metric=metric).search(q[0], 10)
+    assert torch.equal(fanned[1], merged[1]) and torch.equal(fanned[0], merged[0])
+
+
+@pytest.mark.gpu
 def test_repeated_searches_replay_their_captured_seeding_pass():
     import torch
 

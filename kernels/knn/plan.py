@@ -239,6 +239,20 @@ def plan(b, q, m, d, k, layout=None, sms=SMS, seeded=False, rows=None, minima=Fa
     return Plan(layout, tuple(sorted(params.items())), s, t, lists, lists if lists == 1 else -(-lists // 32) * 32)
 
 
+# A merge reads a query's partial lists 32 at a time, one round after another (about 2 us a round on the H200); from
+# this many rounds on, a fan-in kernel first merges each 32 of them into one (all in parallel), so the merge reads
+# one round: at Q 128 and 288 lists, 21.7 us for both against 28.1 for the merge alone (cold; docs/gpu_runs.md).
+FANIN_MIN_ROUNDS = 3
+
+
+def fanin_lists(lists_padded):
+    """Lists (padded to whole warps) a fan-in leaves of `lists_padded` partial lists per query, or 0 for none."""
+    groups = lists_padded // 32
+    if groups < FANIN_MIN_ROUNDS:
+        return 0
+    return -(-groups // 32) * 32
+
+
 @functools.lru_cache(maxsize=None)
 def device_sms(device):
     """Multiprocessors of a CUDA device (the planner's SMS default when none is given)."""

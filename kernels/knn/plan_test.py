@@ -115,3 +115,10 @@ def test_few_queries_take_the_small_q_layout():
 def test_a_layout_that_does_not_fit_is_refused():
     with pytest.raises(ValueError, match="cols layout does not fit"):
         plan.plan(1, 5, 1000, 128, 32, layout="cols")
+
+
+def test_merges_of_many_rounds_of_lists_fan_in_first():
+    # 288 lists (the headline search's 264, padded) are nine rounds: nine groups of 32, one round of lists after.
+    assert plan.fanin_lists(288) == 32 and plan.fanin_lists(96) == 32
+    assert plan.fanin_lists(64) == 0 and plan.fanin_lists(1) == 0  # two rounds or fewer: the merge alone
+    assert plan.fanin_lists(8448) == 288  # 264 groups, padded to whole warps again

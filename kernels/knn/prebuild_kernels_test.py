@@ -77,3 +77,9 @@ def test_a_kernel_compiled_here_is_announced_with_the_target_that_prebuilds_it(n
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # once per kernel and target
         dispatch.compiled(builder, params)
+
+
+def test_a_search_of_many_partial_lists_builds_its_fan_in():
+    needed = dispatch.kernels_for(1, 128, 10_000_000, 128, 10)
+    assert ("merge_fanin", (("k", 10), ("metric", "l2"))) in needed
+    assert not any(b == "merge_fanin" for b, _ in dispatch.kernels_for(1, 65536, 65536, 128, 10))  # one list each

@@ -163,6 +163,20 @@ def merge_lists(q, x, part_v, part_i, k, metric="l2"):
     return v, torch.gather(winners, -1, order)
 
 
+def fan_in_lists(part_v, part_i, k, metric="l2", group=32):
+    """(out_v, out_i) of the fan-in kernel: per query, the k best entries (ranking score, then index) of each group of
+    `group` consecutive partial lists of part_v/part_i [B, P, Q, k], best first: [B, P / group, Q, k]."""
+    best_large = largest(metric)
+    b, p, nq, kk = part_v.shape
+    g = p // group
+    v = part_v.reshape(b, g, group, nq, kk).permute(0, 1, 3, 2, 4).reshape(b, g, nq, group * kk)
+    i = part_i.reshape(b, g, group, nq, kk).permute(0, 1, 3, 2, 4).reshape(b, g, nq, group * kk)
+    by_index = torch.sort(i, dim=-1, stable=True).indices
+    v, i = torch.gather(v, -1, by_index), torch.gather(i, -1, by_index)
+    top, order = _rank(v, k, best_large)
+    return top, torch.gather(i, -1, order)
+
+
 def recall(idx, ref_idx):
     """Fraction of the reference neighbours (ref_idx [..., Q, k]) that idx [..., Q, k] found, over all queries."""
     found = (idx.long()[..., :, None] == ref_idx.long()[..., None, :]).any(-2)

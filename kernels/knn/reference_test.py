@@ -62,6 +62,25 @@ def test_partial_lists_and_their_merge_give_the_exact_answer():
     torch.testing.assert_close(dist, want_v)
 
 
+@pytest.mark.parametrize("metric", ["l2", "ip"])
+def test_fanning_partial_lists_in_leaves_the_merge_its_answer(metric):
+    """merge_fanin's lists (each 32 partial lists' k best) merge to what the partial lists do, ties included."""
+    g = torch.Generator().manual_seed(5)
+    q, x = torch.randn(2, 6, 8, generator=g), torch.randn(2, 900, 8, generator=g).round(decimals=1)  # ties
+    owners = torch.arange(900) % 70  # 70 lists, padded to 96 with placeholders as the workspace is
+    part_v, part_i = reference.partial_lists(q, x, 5, owners, metric)
+    worst = -math.inf if metric == "ip" else math.inf
+    part_v = torch.cat([part_v, torch.full((2, 26, 6, 5), worst, dtype=part_v.dtype)], 1)
+    part_i = torch.cat([part_i, torch.full((2, 26, 6, 5), -1, dtype=part_i.dtype)], 1)
+    fan_v, fan_i = reference.fan_in_lists(part_v, part_i, 5, metric)
+    assert fan_v.shape == (2, 3, 6, 5)
+    assert reference.merge_lists(q, x, fan_v, fan_i, 5, metric)[1].tolist() == \
+        reference.merge_lists(q, x, part_v, part_i, 5, metric)[1].tolist()
+    # List g holds the 5 best of partial lists 32 g .. 32 g + 31, best first.
+    want_v, _ = reference._rank(part_v[:, 32:64].permute(0, 2, 1, 3).reshape(2, 6, -1), 5, metric == "ip")
+    torch.testing.assert_close(fan_v[:, 1], want_v)
+
+
 def test_partial_lists_pad_short_ranges_with_the_worst_score():
     q, x = torch.randn(1, 2, 4), torch.randn(1, 3, 4)
     part_v, part_i = reference.partial_lists(q, x, 5, torch.tensor([0, 0, 1]), metric="ip")

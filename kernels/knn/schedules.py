@@ -16,7 +16,7 @@ Ranking scores (smaller is better for l2, larger for ip and cos):
 
 Inside a score kernel every thread inserts its own candidates into its own lists
 (TopK scope thread, fully unrolled, groups skipped by a warp vote against the best
-k-th among the lanes sharing the list) and the lanes sharing a list merge once at the
+k-th among the lanes sharing the list, or for seeded lists each thread's own k-th) and the lanes sharing a list merge once at the
 end of a range (a merge-only TopK). Tiles past the database's end are zero-filled by
 TMA and skipped by the TopK's index limit.
 
@@ -30,6 +30,7 @@ TMA and skipped by the TopK's index limit.
   (query block, range, batch).
 - rows_sm100a: tcgen05 into tensor memory, one query per thread (lists need no merge).
 - merge: one warp per query; lanes insert partial lists, a warp merge, Rescore, sort.
+- merge_fanin: many partial lists into fewer before the merge, a warp per 32 of a query's lists.
 """
 
 import contextlib
@@ -291,12 +292,16 @@ def rows_sm90a(d=128, dk=None, block_n=64, stages=5, q_stages=2, row_groups=4, i
                 if minima:
                     r.ew("max" if largest(metric) else "min", bests.all, bests.all, acc.all)
                 else:
+                    # Seeded lists rarely fill, so each thread's own k-th is the quad's threshold but for the
+                    # shuffles on the path to the next wgmma (TopK.own_threshold; on the H200 at Q 128, M 10M, the
+                    # score kernel took 45 to 60 us less without them, 32 candidates a vote, docs/gpu_runs.md).
                     r.top_k(acc.all, 1, k, row0, best_v.all, best_i.all, "thread", largest=largest(metric),
-                            index_limit=m, exclude_base=q0 + group * 64 if exclude_self else None, vote=True)
+                            index_limit=m, exclude_base=q0 + group * 64 if exclude_self else None, vote=True,
+                            own_threshold=seeded)
             if minima:
                 # A group is named by its first row: the column's row in the class's first tile of the range.
                 r.top_k(bests.all, 1, k, (si * t + cls) * block_n, best_v.all, best_i.all, "thread",
-                        largest=largest(metric), vote=True)
+                        largest=largest(metric), vote=True, own_threshold=True)  # one insertion into empty lists
             r.top_k_merge(best_v.all, best_i.all, k, "lanes", largest=largest(metric))
             p = si * interleave + cls if interleave > 1 else si
             r.copy(best_v.all, part_v[bi, p, q0 + group * 64, 0])
@@ -481,6 +486,55 @@ def merge(k=10, warps=4, metric="l2", dtype="bf16", index_dtype="i32", rescore=T
             with r.if_(r.lane == 0):
                 r.copy(best_v.all, dist[bi, qi, 0])
                 r.copy(best_i.all, idx[bi, qi, 0])
+    return kb.build()
+
+
+def merge_fanin(k=10, warps=4, metric="l2", target="sm_90a", name=None):
+    """Fewer partial lists: warp (query i, group g) merges partial lists 32 g .. 32 g + 31 of i into list g.
+
+    Lane l takes list 32 g + l as its own (each is sorted, best first) and a warp merge leaves
+    every lane with their k best; lane 0 writes them. Nothing is inserted, so no lane waits on a
+    serial insertion, and the groups of a query run in parallel: the merge kernel after it reads
+    one round of lists per query where it read P / 32 rounds one after another (each about 2 us
+    on the H200). The partial lists are disjoint but for placeholder entries (index -1), as the
+    merge kernel's lanes' are. Output lists past P / 32 are not written (they keep the host's fill).
+    """
+    if metric not in METRICS:
+        raise ValueError("metric must be one of %s, got %r" % (METRICS, metric))
+    name = name or "knn_merge_fanin"
+    kb = KernelBuilder(name, target=target)
+    b = kb.symbol("B", min=1, max=1 << 16, doc="independent problems (batch)")
+    q_n = kb.symbol("Q", min=1, max=1 << 26, doc="queries per problem")
+    p_n = kb.symbol("P", min=32, max=1 << 20, doc="partial lists per query, padded to whole warps")
+    kb.require(p_n % 32 == 0, "each warp takes 32 partial lists (padding lists hold the worst score, index -1)")
+    g_n = kb.symbol("G", min=1, max=1 << 15, doc="merged lists per query the workspace holds (lists past P / 32 keep "
+                    "the host's fill, the worst score and index -1)")
+    kb.require(g_n * 32 >= p_n, "the output holds a list per group of 32 partial lists")
+    kk = kb.symbol("k", min=k, max=k, value=k, doc="entries per list (the kernel is specialized to it)")
+    kb.contract(
+        math="(out_v[b, g, i, :], out_i[b, g, i, :]) = the k best entries of the partial lists part_v/part_i[b, 32 g "
+        ".. 32 g + 31, i, :] by their ranking scores, best first, ties to the smaller index",
+        reference="kernels.knn.reference.fan_in_lists",
+        metric="recall",
+        tolerance=0.99,
+    )
+    part_v = kb.tensor("part_v", "f32", [b, p_n, q_n, kk], doc="partial lists' ranking scores, best first")
+    part_i = kb.tensor("part_i", "i32", [b, p_n, q_n, kk], doc="partial lists' database rows (-1: empty entry)")
+    # read_write: the kernel writes the first P / 32 lists; the rest keep the host's fill.
+    out_v = kb.tensor("out_v", "f32", [b, g_n, q_n, kk], access="read_write", doc="merged lists' ranking scores")
+    out_i = kb.tensor("out_i", "i32", [b, g_n, q_n, kk], access="read_write", doc="merged lists' database rows")
+    kb.grid(ceil_div(q_n, warps), p_n // 32, b)
+    best_v = kb.registers("best_v", "f32", [k], layout="per_thread", owner="main")
+    best_i = kb.registers("best_i", "i32", [k], layout="per_thread", owner="main")
+    with kb.role("main", "compute", warps=warps) as r:
+        bi, g, qi = block.z, block.y, block.x * warps + r.warp
+        with r.if_(qi < q_n):  # the whole warp, or none of it: the merge below is warp-collective
+            r.copy(part_v[bi, g * 32 + r.lane, qi, 0], best_v.all)
+            r.copy(part_i[bi, g * 32 + r.lane, qi, 0], best_i.all)
+            r.top_k_merge(best_v.all, best_i.all, k, "warp", largest=largest(metric))
+            with r.if_(r.lane == 0):
+                r.copy(best_v.all, out_v[bi, g, qi, 0])
+                r.copy(best_i.all, out_i[bi, g, qi, 0])
     return kb.build()
 
 

@@ -134,3 +134,22 @@ def test_self_knn_seeds_with_the_k_best_form_and_the_minima_form_refuses_exclusi
     with pytest.raises(ValueError, match="minima form"):
         schedules.rows_sm90a(minima=True, exclude_self=True)
     assert plan.seed_plan(1, 10, 1000, 64, 10) == (None, 0)
+
+
+@pytest.mark.parametrize("target", ["sm_80", "sm_90a", "sm_100a"])
+@pytest.mark.parametrize("metric", schedules.METRICS)
+def test_the_fan_in_verifies_clean_and_keeps_its_lists_in_registers(target, metric):
+    kernel = schedules.merge_fanin(k=10, metric=metric, target=target)
+    _clean(kernel)
+    source = lower(kernel).source
+    _lists_indexed_by_literals(source, "best_v", "best_i")
+    assert "cake::topk::merge_lanes<10, %s, 1, 32, 0>" % ("true" if metric != "l2" else "false") in source
+    assert "cake::topk::insert" not in source  # a warp merge, no insertion
+
+
+def test_seeded_rows_kernels_vote_against_each_threads_own_kth_entry():
+    p = plan.plan(1, 128, 10_000_000, 128, 10, seeded=True)
+    seeded = lower(schedules.rows_sm90a(seeded=True, **p.kwargs)).source
+    assert "cake::topk::threshold<" not in seeded and "cake_thr[0] = r_best_v[9];" in seeded
+    # Lists that start empty (all-pairs) fill, and a quad's threshold prunes more than a thread's own.
+    assert "cake::topk::threshold<false, 1, 4>(r_best_v[9], r_best_v[2])" in lower(schedules.rows_sm90a(**p.kwargs)).source

@@ -134,7 +134,7 @@ def per_thread_vote_merged(ctx):
     "CAKE-STRUCT-022", "structure", "error",
     doc="A merge-only TopK (src = values) merges across a scope its lists support (lanes for wgmma_rows, mma_rows "
     "and wgmma_cols; warp for per_thread; thread re-sorts) and sets none of the insertion's fields "
-    "(src_indices, index_limit, exclude_base, vote).",
+    "(src_indices, index_limit, exclude_base, vote, own_threshold).",
     fix_hint="Give the merge the scope its list layout supports, and move insertion settings to the insertion.",
 )
 def merge_form(ctx):
@@ -145,8 +145,9 @@ def merge_form(ctx):
         for field in ("src_indices", "index_limit", "exclude_base"):
             if op.HasField(field):
                 yield Finding(site.path + "." + field, "a merge has no candidates: `%s` belongs to an insertion" % field)
-        if op.vote:
-            yield Finding(site.path, "a merge has no candidates to vote on: `vote` belongs to an insertion")
+        for flag in ("vote", "own_threshold"):
+            if getattr(op, flag):
+                yield Finding(site.path, "a merge has no candidates to vote on: `%s` belongs to an insertion" % flag)
         values = ctx.region(op.values.region)
         if values is None or values.space != REGISTER:
             continue
