@@ -14,7 +14,13 @@ A row's features (`summarize`) are the calibration features of the analysis (nam
 prefixed `cost.`, as the AnalyzeResponse gives them), the log of the analytic
 prediction, and a fixed-width summary of the verifier's IR features (prefixed `ir.`):
 the kernel's numeric facts, per role kind its count, warps and register budget, per
-op kind and MMA kind its count, and over regions their ring depth, bytes and swizzle.
+op kind and MMA kind its count, over regions their ring depth, bytes and swizzle, and
+how many of the MMAs' shared operand tiles are under-swizzled: a swizzle span narrower
+than the widest that tiles the row (compiler.ir.dtypes.widest_swizzle), so the row is
+split into narrower panels, each its own TMA box and descriptor panel. Summed or maxed
+over all regions, the swizzle of one operand hides behind the other's: on the H200 GEMM
+run, candidates whose A tile went from 128b to 64b measured about 20% slower with every
+other summarized feature equal (benchmarks/datasets/README.md).
 Trees are LightGBM's (a regression on log(time / task's best time)); `spearman` is the
 rank correlation every report quotes.
 """
@@ -22,6 +28,8 @@ rank correlation every report quotes.
 import collections
 import json
 import math
+
+from compiler.ir.dtypes import SWIZZLE_SPAN, widest_swizzle
 
 MIN_ROWS = 12
 LOG_FLOOR = 1e-12
@@ -42,6 +50,8 @@ def summarize(calibration_features, predicted_s, ir_features):
     out["cost.log_predicted_s"] = math.log(predicted_s)
     counts = collections.Counter()
     peaks = collections.defaultdict(float)
+    operands = {r for level, _, feats in ir_features if level == "op" and feats.get("op.mma_kind")
+                for r in feats.get("op.regions", ())}
     for level, _, feats in ir_features:
         if level == "kernel":
             for k, v in feats.items():
@@ -59,6 +69,8 @@ def summarize(calibration_features, predicted_s, ir_features):
             peaks["ir.region_stages_max.%s" % space] = max(peaks["ir.region_stages_max.%s" % space], feats.get("region.stages", 1))
             peaks["ir.swizzle_bytes_max.%s" % space] = max(peaks["ir.swizzle_bytes_max.%s" % space], feats.get("region.swizzle_bytes", 0))
             counts["ir.rings"] += bool(feats.get("region.ring"))
+            if space == "shared" and feats.get("region.name") in operands:
+                counts["ir.mma_operands_underswizzled"] += _underswizzled(feats)
         elif level == "op":
             counts["ir.ops.%s" % feats.get("op.kind", "")] += 1
             if feats.get("op.mma_kind"):
@@ -71,6 +83,12 @@ def summarize(calibration_features, predicted_s, ir_features):
     out.update({k: float(v) for k, v in counts.items()})
     out.update({k: float(v) for k, v in peaks.items()})
     return out
+
+
+def _underswizzled(region):
+    """A shared tile whose swizzle span is narrower than the widest that divides its row."""
+    row = region.get("region.inner_bytes", 0)
+    return bool(row) and region.get("region.swizzle_bytes", 0) < SWIZZLE_SPAN[widest_swizzle(row)]
 
 
 def spearman(a, b):

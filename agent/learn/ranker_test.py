@@ -35,6 +35,22 @@ def test_summarize_counts_roles_ops_and_regions_into_fixed_names():
         ranker.summarize({}, 0.0, ir)
 
 
+def test_summarize_counts_mma_operand_tiles_swizzled_narrower_than_their_rows():
+    def region(name, swizzle, inner):
+        return ("region", "kernel.regions[%s]" % name, {"region.space": "shared", "region.name": name,
+                                                         "region.swizzle_bytes": swizzle, "region.inner_bytes": inner})
+    ir = [region("sA", 64, 128),    # an operand whose 128-byte row could take 128b: under-swizzled
+          region("sB", 128, 256),   # an operand at the widest span: not
+          region("sK", 64, 64),     # an operand whose row is 64 bytes: 64b is its widest
+          region("sN", 0, 512),     # no swizzle, but no MMA reads it: not counted
+          ("op", "kernel.roles[1].body[0].mma", {"op.kind": "mma", "op.mma_kind": "wgmma", "op.regions": ["sA", "sB", "sK", "acc"]})]
+    assert ranker.summarize({}, 1e-3, ir)["ir.mma_operands_underswizzled"] == 1
+    # the swizzle of sA hides behind sB's in the per-space maximum; the count sees it
+    wide = [region("sA", 128, 128)] + ir[1:]
+    assert ranker.summarize({}, 1e-3, wide)["ir.swizzle_bytes_max.shared"] == ranker.summarize({}, 1e-3, ir)["ir.swizzle_bytes_max.shared"]
+    assert ranker.summarize({}, 1e-3, wide)["ir.mma_operands_underswizzled"] == 0
+
+
 def _synthetic(n=60, seed=3):
     """Rows whose time falls with consumers and rises with stages, which the analytic prediction ignores."""
     rng = random.Random(seed)
