@@ -16,7 +16,9 @@ Each breaking strategy draws a base that has a site of its kind, one such site, 
 - CAKE-PIPE-005: a consumer releases the next round's slot;
 - CAKE-SYNC-008: a round inside a persistent loop restarts on every tile, or overlaps the next tile's;
 - CAKE-SYNC-006: an expect_tx short of one load's bytes, the loads in either order;
-- CAKE-SYNC-005: a producer also syncs on a consumer's named barrier.
+- CAKE-SYNC-005: a producer also syncs on a consumer's named barrier;
+- CAKE-DATA-011: the fence.proxy.async before a ring release (or before the named barrier ahead of an
+  elected release) is dropped, so generic reads of the stage are not ordered before its TMA refill.
 """
 
 import math
@@ -416,6 +418,41 @@ def shared_named_sites(kernel):
     return edits
 
 
+def _releases_ring(kernel, op):
+    """Whether `op` arrives on a ring's `empty` barrier, or is a branch whose then_body starts with such an arrive."""
+    kind = op.WhichOneof("kind")
+    if kind == "branch" and op.branch.then_body:
+        return _releases_ring(kernel, op.branch.then_body[0])
+    return kind == "mbarrier_arrive" and _ring_of(kernel, op.mbarrier_arrive.barrier.barrier, "empty") is not None
+
+
+def _bodies(body):
+    """Every op list of a body, nested ones included."""
+    yield body
+    for op in body:
+        kind = op.WhichOneof("kind")
+        if kind == "loop":
+            yield from _bodies(op.loop.body)
+        elif kind == "branch":
+            yield from _bodies(op.branch.then_body)
+            yield from _bodies(op.branch.else_body)
+
+
+def unfenced_release_sites(kernel):
+    edits = []
+    for role in kernel.roles:
+        for body in _bodies(role.body):
+            for j in range(len(body) - 1):
+                op, after = body[j], body[j + 1]
+                if op.WhichOneof("kind") != "fence" or op.fence.kind != ir_pb2.FENCE_KIND_PROXY_ASYNC:
+                    continue
+                if after.WhichOneof("kind") == "named_barrier_sync" and j + 2 < len(body):
+                    after = body[j + 2]
+                if _releases_ring(kernel, after):
+                    edits.append(lambda draw, body=body, j=j: body.__delitem__(j))
+    return edits
+
+
 BREAKING = {
     "CAKE-PIPE-004": overfill_sites,
     "CAKE-DATA-007": overlap_sites,
@@ -427,6 +464,7 @@ BREAKING = {
     "CAKE-SYNC-008": restart_sites,
     "CAKE-SYNC-006": short_expect_sites,
     "CAKE-SYNC-005": shared_named_sites,
+    "CAKE-DATA-011": unfenced_release_sites,
 }
 
 
