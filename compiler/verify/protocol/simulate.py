@@ -443,7 +443,14 @@ class Model(DataOps, SyncOps):
                 r, budget, limit = picked
             # Run `r` until another class is less advanced (or ties and comes first), it blocks, or state changes.
             while True:
-                node = r.pending or r.advance()
+                node = r.pending
+                if node is None:
+                    body, j = r.body, r.j  # advance's common case, inline: the next op of the body
+                    if j < len(body) and not body[j].control:
+                        node = body[j]
+                        r.j = j + 1
+                    else:
+                        node = r.advance()
                 if node is FORK:
                     self.split(r, limit)
                     continue
@@ -471,8 +478,14 @@ class Model(DataOps, SyncOps):
                         # A blocked op's retry passes, or fails without effect, unless what it waits for moved
                         # (sync_ops, meet): wake only those. A random schedule wakes every class, as it chooses
                         # among the classes that can move.
-                        if x.stuck and (self.chooser is not None or any(w in woken for w in x.waits)):
-                            x.stuck = False
+                        if x.stuck:
+                            if self.chooser is not None:
+                                x.stuck = False
+                                continue
+                            for w in x.waits:
+                                if w in woken:
+                                    x.stuck = False
+                                    break
                     woken.clear()
                     break
                 if budget is not None:
@@ -531,13 +544,17 @@ class Model(DataOps, SyncOps):
         return [x for x in movable if all(behind[(x.cls.role_index, w)] >= x.count for w in x.cls.warps)]
 
     def execute(self, r, node):
-        if not node.collective or len(self.groups[node.collective][r.index]) == 1:  # nobody to meet
+        if not node.collective:
+            return node.handler(self, r, node)
+        group = self.groups[node.collective][r.index]
+        if len(group) == 1:  # nobody to meet
             return node.handler(self, r, node)
         # A collective op's effect is per class (it never blocks); then the classes sharing its unit meet,
         # so what each one retired or wrote is known to all of them afterwards.
-        if r.rv != self.rv_key(r, node):
+        key = (node.path, tuple(r.iters), group)  # rv_key
+        if r.rv != key:
             node.handler(self, r, node)
-        return self.meet(r, node)
+        return self.meet(r, node, key)
 
     # -- collectives ------------------------------------------------------------
 
@@ -548,15 +565,15 @@ class Model(DataOps, SyncOps):
         """The rendezvous of this op instance for the group of classes sharing r's unit."""
         return node.path, tuple(r.iters), self.groups[node.collective][r.index]
 
-    def meet(self, r, node):
-        """Rendezvous of the classes that share the op's unit; True once all of them are here."""
-        key = self.rv_key(r, node)
+    def meet(self, r, node, key):
+        """Rendezvous of the classes that share the op's unit at `key` (rv_key); True once all of them are here."""
         rv = self.rendezvous.get(key)
         if rv is None:
             rv = self.rendezvous[key] = _Rendezvous(key[2], self.agents)
         if r.index not in rv.arrived:
+            # The first arrival's join with the zero clock is a copy (clocks never go below 0).
+            rv.acc = join(rv.acc, r.vc) if rv.arrived else list(r.vc)
             rv.arrived.add(r.index)
-            rv.acc = join(rv.acc, r.vc)
             r.rv = key
             if rv.arrived >= rv.expected:
                 rv.done = True

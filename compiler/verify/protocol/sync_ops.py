@@ -40,7 +40,7 @@ class MbarrierSlot:
     def reset(self, arrivals, agents):
         self.pending = arrivals
         self.tx = 0  # expected minus delivered bytes
-        self.acc = [0] * agents
+        self.acc = None  # the join of the contributions' clocks (None before the first: the zero clock)
         self.arrives, self.expects, self.loads = [], [], []
         self.expected = 0
         self.regions = set()  # regions the phase's TMA loads wrote
@@ -225,7 +225,7 @@ class SyncOps:
             s.regions.add(region)
         if arrivals:
             s.arrives.append(node.path)
-        s.acc = join(s.acc, vc)
+        s.acc = join(s.acc, vc) if s.acc is not None else list(vc)
         if s.pending == 0:
             if s.tx < 0:
                 raise Violation(
@@ -248,8 +248,8 @@ class SyncOps:
                 (("`%s` is declared here" % array.decl.name, array.path),),
             )
         s.history.append((tuple(s.expects), s.expected, tuple(s.loads), frozenset(s.regions)))
-        s.ph += 1
-        s.last = join(s.last, s.acc)
+        s.last = join(s.last, s.acc) if s.ph else s.acc  # (the first completion's: a copy; clocks are never changed
+        s.ph += 1                                         # in place, so it is shared)
         s.reset(array.arrivals, self.agents)
         self.woken.append(s)
 
@@ -447,7 +447,7 @@ class SyncOps:
         )
 
     def named_targets(self, r, node):
-        """[(key, state, name, threads)]: the named barriers an op's class reaches and with how many threads.
+        """[(key, state, threads)]: the named barriers an op's class reaches and with how many threads.
 
         Each barrier of an array is its own hardware barrier; the op's index (unset: 0) picks one. An index
         that reads only `warp` and `warpgroup` of the thread builtins (`wg_done[warpgroup]`) is evaluated
@@ -491,7 +491,7 @@ class SyncOps:
             b = self.named.get(key)
             if b is None:
                 b = self.named[key] = NamedBarrier(decl.arrivals, self.agents)
-            out.append((key, b, self.named_name(key), threads))
+            out.append((key, b, threads))
         return out
 
     def named_name(self, key):
@@ -502,10 +502,11 @@ class SyncOps:
             name = self.named_names[key] = decl.name if max(1, decl.count) == 1 else "%s[%d]" % (decl.name, key[1])
         return name
 
-    def arrive_named(self, b, r, node, weight, name, key=None):
+    def arrive_named(self, b, r, node, weight, key=None):
         """Arrive with `weight` threads on named barrier `b` (`key` (array, index); None for block_sync)."""
         role = r.cls.role_index
         if b.arrived + weight > b.threads:
+            name = self.named_name(key) if key is not None else "block_sync"
             b.who.append((node.path, role, weight))
             raise (self.named_blame(b, key) if key is not None else None) or Violation(
                 "arrival_count", node.path,
@@ -513,15 +514,19 @@ class SyncOps:
                 % (weight, name, b.threads - b.arrived, b.threads),
             )
         b.arrived += weight
-        b.acc = join(b.acc, r.vc)
+        b.acc = join(b.acc, r.vc) if b.who else list(r.vc)  # (the generation's first arrival: a copy of its clock)
         b.who.append((node.path, role, weight))
         gen = b.gen
         if b.arrived == b.threads:
             self.woken.append(b)
             b.released[gen] = b.acc
             b.gen += 1
-            for role, (n, _) in b.shares().items():
-                b.roles[role] = n
+            current = {}  # (shares()' counts, without its paths: each role's most threads in one generation)
+            for _, who, n in b.who:
+                current[who] = current.get(who, 0) + n
+            for who, n in current.items():
+                if who not in b.roles or n > b.roles[who]:
+                    b.roles[who] = n
             b.arrived, b.acc, b.who = 0, [0] * self.agents, []
         return gen
 
@@ -589,8 +594,8 @@ class SyncOps:
     def op_named_barrier_sync(self, r, node):
         if not r.named:  # first attempt: arrive; later attempts only check the generations
             r.tick()
-            for key, b, name, threads in self.named_targets(r, node):
-                r.named[key] = (b, self.arrive_named(b, r, node, threads, name, key))
+            for key, b, threads in self.named_targets(r, node):
+                r.named[key] = (b, self.arrive_named(b, r, node, threads, key))
         for b, gen in r.named.values():
             if b.gen <= gen:
                 r.waits = tuple(b for b, _ in r.named.values())
@@ -598,22 +603,26 @@ class SyncOps:
         # Each generation's release holds this class's clock on arrival, which has not moved since: the first
         # join is a copy.
         for i, (b, gen) in enumerate(r.named.values()):
-            r.vc = list(b.released[gen]) if i == 0 else join(r.vc, b.released[gen])
+            released = b.released[gen]
+            if i == 0:
+                r.vc = list(released)
+            elif released != r.vc:  # (barriers the same classes reached together release one clock)
+                r.vc = join(r.vc, released)
         r.named = {}
         self.peer_syncs[r.index] = r.tick()
         return True
 
     def op_named_barrier_arrive(self, r, node):
         r.tick()
-        for key, b, name, threads in self.named_targets(r, node):
-            self.arrive_named(b, r, node, threads, name, key)
+        for key, b, threads in self.named_targets(r, node):
+            self.arrive_named(b, r, node, threads, key)
         return True
 
     def op_block_sync(self, r, node):
         b = self.block
         if r.sync_reg is None:
             r.tick()
-            r.sync_reg = self.arrive_named(b, r, node, 1, "block_sync")
+            r.sync_reg = self.arrive_named(b, r, node, 1)
         if b.gen <= r.sync_reg:
             r.waits = (b,)
             return False
