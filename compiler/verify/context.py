@@ -184,8 +184,12 @@ class Context:
         return found
 
     def sites(self, *kinds):
-        """The op sites of the given kinds, in walk order."""
-        return [s for s in self.ops if s.kind in kinds]
+        """The op sites of the given kinds, in walk order (a new list; each kinds' found once)."""
+        cache = self.__dict__.setdefault("_sites_of", {})
+        found = cache.get(kinds)
+        if found is None:
+            found = cache[kinds] = [s for s in self.ops if s.kind in kinds]
+        return list(found)
 
     @functools.cached_property
     def limits(self):

@@ -31,7 +31,7 @@ from cake.ir.v1 import ir_pb2
 
 from compiler.ir import oprefs
 from compiler.verify import exprs, threads
-from compiler.verify.protocol import forks, program
+from compiler.verify.protocol import forks, program, slots
 from compiler.verify.protocol.data_ops import MMA_SYNC, DataOps
 from compiler.verify.protocol.happens_before import (
     MMA_AGENT,
@@ -146,9 +146,7 @@ class _Runner:
     def copy(self, model, sid, values, same):
         """This class's copy in `model` (Model.copy) for input `sid`, running on under `values`: each loop it is in
         takes that input's trips (recorded when it entered the loop)."""
-        new = _Runner.__new__(_Runner)
-        for name in _Runner.__slots__:  # then what ops change in place is copied
-            setattr(new, name, getattr(self, name))
+        new = _copy_runner(self)  # then what ops change in place is copied
         new.steps = model.steps
         new.env = dict(self.env)
         new.env.update(values)
@@ -311,6 +309,9 @@ class _Runner:
         return bool(now)
 
 
+_copy_runner = slots.copier(_Runner)
+
+
 def bounds(loop, env):
     """The values a loop's variable takes under env (a range); a Violation when its bounds have none."""
     try:
@@ -432,10 +433,24 @@ class Model(DataOps, SyncOps):
         runners = self.runners
         steps = self.steps
         woken = self.woken  # one list, filled by the op being executed, emptied after it
+        chooser = self.chooser
         while True:
             if resume is not None:
                 r, budget, limit = runners[resume[0]], None, resume[1]
                 resume = None
+            elif chooser is None:  # pick()'s choice, inline (once per op executed): see pick
+                r = holder = None
+                for x in runners:
+                    if x.done or x.stuck:
+                        continue
+                    if r is None or x.count < r.count:
+                        r, holder = x, r
+                    elif holder is None or x.count < holder.count:
+                        holder = x
+                if r is None:  # every class finished (pick checks the end) or is blocked (it raises)
+                    self.pick()
+                    return
+                budget, limit = None, None if holder is None else holder.count + (0 if r.index > holder.index else 1)
             else:
                 picked = self.pick()
                 if picked is None:
@@ -451,12 +466,12 @@ class Model(DataOps, SyncOps):
                         r.j = j + 1
                     else:
                         node = r.advance()
-                if node is FORK:
-                    self.split(r, limit)
-                    continue
-                if node is None:
-                    r.done = True
-                    break
+                        if node is FORK:
+                            self.split(r, limit)
+                            continue
+                        if node is None:
+                            r.done = True
+                            break
                 try:
                     if node.collective is None:  # execute's common case, inline
                         ok = node.handler(self, r, node)

@@ -9,6 +9,7 @@ from cake.ir.v1 import ir_pb2
 
 from compiler.ir import phases
 from compiler.verify import threads
+from compiler.verify.protocol import slots
 from compiler.verify.protocol.happens_before import Violation, join
 from compiler.verify.report import path_key
 
@@ -28,9 +29,7 @@ class MbarrierSlot:
         self.reset(arrivals, agents)
 
     def copy(self, same):
-        new = MbarrierSlot.__new__(MbarrierSlot)
-        for name in MbarrierSlot.__slots__:  # clocks are replaced, never changed in place: shared
-            setattr(new, name, getattr(self, name))
+        new = _copy_slot(self)  # clocks are replaced, never changed in place: shared
         new.arrives, new.expects, new.loads = list(self.arrives), list(self.expects), list(self.loads)
         new.regions, new.history = set(self.regions), list(self.history)
         new.observed = {c: list(waits) for c, waits in self.observed.items()}
@@ -44,6 +43,9 @@ class MbarrierSlot:
         self.arrives, self.expects, self.loads = [], [], []
         self.expected = 0
         self.regions = set()  # regions the phase's TMA loads wrote
+
+
+_copy_slot = slots.copier(MbarrierSlot)
 
 
 class MbarrierArray:

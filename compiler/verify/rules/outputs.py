@@ -258,13 +258,15 @@ def _box(dims, origin, offsets):
     if lead < 0:
         return None
     box = []
-    for d, size in enumerate(dims):
-        if d < lead:
-            lo, hi = origin[d], origin[d] + 1
-        else:
-            start, extent = offsets[d - lead]
-            lo = origin[d] + start
-            hi = lo + extent
+    for d in range(lead):  # the dimensions the tile does not span: one index each
+        lo, size = origin[d], dims[d]
+        if lo < 0 or lo >= size:
+            return None
+        box.append((lo, lo + 1))
+    for d, (start, extent) in enumerate(offsets, lead):
+        lo = origin[d] + start
+        hi = lo + extent
+        size = dims[d]
         if lo < 0:
             lo = 0
         if hi > size:
