@@ -126,9 +126,11 @@ class Node:
 
 
 class _Compiler:
-    def __init__(self, ctx, role_index, facts):
+    def __init__(self, ctx, role_index, facts, starts):
         self.ctx = ctx
         self.facts = facts  # region_facts(ctx.kernel)
+        self.starts = starts  # window start (serialized) -> (closure, names): shared by the kernel's roles
+        self.whole = {}  # (region index, operand field) -> the Tile of the whole unstaged region
         self.role_index = role_index
         self.scalars = ctx.scalars[role_index]  # register scalar name -> region index
         self.values = []  # sync-relevant expressions of the role being compiled
@@ -149,14 +151,25 @@ class _Compiler:
         index = u.hit[0]
         facts = self.facts[index]
         ring = u.name in self.ctx.pipeline_of_region
-        if u.stage is None and not u.windows:  # the whole of an unstaged region: nothing to compile
-            return Tile(index, facts, None, ring, u.field, None)
+        if u.stage is None and not u.windows:  # the whole of an unstaged region: nothing to compile, one Tile
+            key = (index, u.field)                # for every op that reads or writes it so (Tiles never change)
+            found = self.whole.get(key)
+            if found is None:
+                found = self.whole[key] = Tile(index, facts, None, ring, u.field, None)
+            return found
         stage = self.expr(u.stage) if u.stage is not None else None
         window, used = None, set()
         if u.windows and len(u.windows) == len(facts[3]):
-            window = tuple((exprs.compile_expr(start), size) for start, size in zip(u.starts, u.sizes))
-            for start in u.starts:
-                used |= exprs.names(start)
+            # Kernels repeat a few window starts (`0`, `warpgroup * 64`) over many ops: each is compiled once.
+            memo, window = self.starts, []
+            for start, size in zip(u.starts, u.sizes):
+                key = start.SerializeToString()
+                found = memo.get(key)
+                if found is None:
+                    found = memo[key] = (exprs.compile_expr(start), frozenset(exprs.names(start)))
+                window.append((found[0], size))
+                used |= found[1]
+            window = tuple(window)
             self.read |= used
         return Tile(index, facts, stage, ring, u.field, window, grain(used), tuple(sorted(used - threads.THREAD)))
 
@@ -358,9 +371,9 @@ def compile_roles(ctx):
     """([(nodes, conds, values)] per role: the compiled body and the expressions that split its threads; the names
     the bodies read other than in loop ends and branch conditions: inputs that differ in no other name run alike
     until a loop's trips or a branch's arm differ, forks.py)."""
-    out, facts, read = [], region_facts(ctx.kernel), set()
+    out, facts, read, starts = [], region_facts(ctx.kernel), set(), {}
     for i, role in enumerate(ctx.kernel.roles):
-        c = _Compiler(ctx, i, facts)
+        c = _Compiler(ctx, i, facts, starts)
         nodes = c.body(role.body, "kernel.roles[%d].body" % i)
         out.append((nodes, c.conds, c.values))
         read |= c.read
