@@ -196,12 +196,12 @@ def _collector(descriptor):
     found = _COLLECTORS.get(descriptor.full_name)
     if found is not None:
         return found
-    kind, lines, scope = descriptor.name, ["def collect(msg, depth, out):"], {"_collector": _collector}
+    kind, lines, scope = descriptor.name, ["def collect(msg, depth, out):"], {}
 
-    def child(field):  # the collector of a message field's type, looked up when first called (types may recurse)
-        name = "_t%d" % len(scope)
-        scope[name] = descriptor.fields_by_name[field].message_type
-        return "_collector(%s)" % name
+    def child(field):  # the collector of a message field's type, found when first called (types may recurse)
+        name = "_c%d" % len(scope)
+        scope[name] = _deferred(scope, name, descriptor.fields_by_name[field].message_type)
+        return name
 
     for name, repeated, is_expr in _expr_fields(descriptor):
         if name is None:  # one oneof: `repeated` is its name, `is_expr` member -> is an Expr
@@ -220,6 +220,17 @@ def _collector(descriptor):
     exec("\n".join(lines), scope)  # noqa: S102  (built from the schema's own field names)
     found = _COLLECTORS[descriptor.full_name] = scope["collect"]
     return found
+
+
+def _deferred(scope, name, descriptor):
+    """A stand-in for the collector of `descriptor` under `name` in a collector's globals: it finds the collector
+    on its first call and puts it there."""
+
+    def first(msg, depth, out):
+        found = scope[name] = _collector(descriptor)
+        return found(msg, depth, out)
+
+    return first
 
 
 @functools.lru_cache(maxsize=None)

@@ -77,9 +77,12 @@ class TileUse:
         self.name = ref.region
         self.hit = regions.get(self.name)
         self.stage = ref.stage if ref.HasField("stage") else None
-        self.windows = tuple(ref.window)
-        self.starts = tuple(w.start for w in self.windows)
-        self.sizes = tuple(w.size for w in self.windows)
+        self.windows = windows = tuple(ref.window)
+        if windows:  # (most operands are whole tiles)
+            self.starts = tuple([w.start for w in windows])
+            self.sizes = tuple([w.size for w in windows])
+        else:
+            self.starts = self.sizes = ()
 
     @property
     def region(self):
@@ -180,7 +183,8 @@ class Context:
         read them)."""
         found = site._operands
         if found is None:
-            found = site._operands = tuple(TileUse(field, ref, access, self.regions) for field, ref, access in site.tiles())
+            regions = self.regions
+            found = site._operands = tuple([TileUse(field, ref, access, regions) for field, ref, access in site.tiles()])
         return found
 
     def sites(self, *kinds):

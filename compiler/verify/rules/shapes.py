@@ -30,9 +30,11 @@ class _Tile:
 
 
 def _tile(ctx, site, field):
-    """The op's tile operand `field` (as oprefs.tiles names it), None when its region is not declared."""
-    use = next((u for u in ctx.operands(site) if u.field == field), None)
-    return _Tile(use) if use is not None and use.hit is not None else None
+    """The op's tile operand `field` (as oprefs.tiles names it; its first), None when its region is not declared."""
+    for use in ctx.operands(site):
+        if use.field == field:
+            return _Tile(use) if use.hit is not None else None
+    return None
 
 
 def _without(shape, axis):
