@@ -76,7 +76,7 @@ def role_sites(kernel, role_index):
     out = []
 
     def walk(body, prefix):
-        for i, op in enumerate(body):
+        for i, op in enumerate(body[:]):  # (a slice: iterating a protobuf container ends in a raised IndexError)
             kind = op.WhichOneof("kind")
             msg = getattr(op, kind) if kind else None
             path = "%s[%d].%s" % (prefix, i, kind) if kind else "%s[%d]" % (prefix, i)

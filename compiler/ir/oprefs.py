@@ -73,7 +73,7 @@ def tiles(kind, msg):
     if kind == "arg_reduce" and msg.accumulate:
         out += [("values", msg.values, R), ("indices", msg.indices, R)]
     if kind == "elementwise":
-        for i, s in enumerate(msg.srcs):
+        for i, s in enumerate(msg.srcs[:]):  # (a slice: iterating a protobuf container ends in a raised IndexError)
             if s.WhichOneof("kind") == "tile":
                 out.append(("srcs[%d].tile" % i, s.tile, R))
     return out
@@ -211,8 +211,8 @@ def _collector(descriptor):
                 lines.append("        out.append((%r, %r, msg.%s))" % (kind, member, member) if expr else
                              "        if depth < 8: %s(msg.%s, depth + 1, out)" % (child(member), member))
         elif repeated:
-            lines.append("    out += [(%r, %r, item) for item in msg.%s]" % (kind, name, name) if is_expr else
-                         "    if depth < 8:\n        for item in msg.%s: %s(item, depth + 1, out)" % (name, child(name)))
+            lines.append("    out += [(%r, %r, item) for item in msg.%s[:]]" % (kind, name, name) if is_expr else
+                         "    if depth < 8:\n        for item in msg.%s[:]: %s(item, depth + 1, out)" % (name, child(name)))
         else:
             lines.append("    if msg.HasField(%r): out.append((%r, %r, msg.%s))" % (name, kind, name, name) if is_expr
                          else "    if depth < 8 and msg.HasField(%r): %s(msg.%s, depth + 1, out)" % (name, child(name), name))

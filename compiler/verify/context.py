@@ -77,7 +77,9 @@ class TileUse:
         self.name = ref.region
         self.hit = regions.get(self.name)
         self.stage = ref.stage if ref.HasField("stage") else None
-        self.windows = windows = tuple(ref.window)
+        # Protobuf containers are iterated through slices: a loop over one ends in a raised IndexError, which costs
+        # as much again as the loop.
+        self.windows = windows = tuple(ref.window[:])
         if windows:  # (most operands are whole tiles)
             self.starts = tuple([w.start for w in windows])
             self.sizes = tuple([w.size for w in windows])
@@ -127,7 +129,7 @@ class Context:
         if depth > MAX_NESTING:
             self.too_deep.append(prefix)
             return
-        for j, op in enumerate(body):
+        for j, op in enumerate(body[:]):  # (slices: see TileUse)
             node = "%s[%d]" % (prefix, j)
             kind = op.WhichOneof("kind")
             msg = getattr(op, kind) if kind else None

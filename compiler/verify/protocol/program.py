@@ -189,7 +189,7 @@ class _Compiler:
 
     def body(self, ops, prefix):
         out = []
-        for j, op in enumerate(ops):
+        for j, op in enumerate(ops[:]):  # (a slice: iterating a protobuf container ends in a raised IndexError)
             kind = op.WhichOneof("kind")
             path = "%s[%d].%s" % (prefix, j, kind) if kind else "%s[%d]" % (prefix, j)
             node = self.node(kind, getattr(op, kind) if kind else None, path)
@@ -256,8 +256,8 @@ class _Compiler:
         n.registers_only = all(t.space == REGISTER and t.stage is None for t in tiles)
         n.register_reads = [((t.region, 0), t) for t in n.reads] if n.registers_only else []
         n.register_writes = [(t.region, 0) for t in n.writes] if n.registers_only else []
-        handler = getattr(self, "_" + kind, None)
-        if handler is not None and handler(n, msg) is False:
+        handler = _EXTRAS.get(kind)  # (a table: a getattr that misses raises, and most kinds have no extras)
+        if handler is not None and handler(self, n, msg) is False:
             return None
         return n
 
@@ -345,6 +345,11 @@ class _Compiler:
 
     def _fence(self, n, msg):
         n.fkind = msg.kind
+
+
+# op kind -> its _Compiler extras (_<kind>), for the kinds that have some.
+_EXTRAS = {name[1:]: fn for name, fn in vars(_Compiler).items()
+           if name.startswith("_") and not name.startswith("__") and callable(fn)}
 
 
 def _data_cond(expr, data, depth=0):

@@ -473,10 +473,7 @@ class Model(DataOps, SyncOps):
                             r.done = True
                             break
                 try:
-                    if node.collective is None:  # execute's common case, inline
-                        ok = node.handler(self, r, node)
-                    else:
-                        ok = self.execute(r, node)
+                    ok = node.run(self, r, node)  # its handler, or execute for a collective op (_bind)
                 except exprs.ExprError as e:
                     raise Violation("undefined", node.path, "an expression of this op has no value here (%s)" % e)
                 if ok:
@@ -807,7 +804,12 @@ def _bind(nodes):
             _bind(n.then)
             _bind(n.els)
         else:
-            n.handler = getattr(Model, "op_" + n.kind, _noop)
+            n.handler = _HANDLERS.get(n.kind, _noop)
+            n.run = n.handler if n.collective is None else Model.execute  # what the scheduler calls
+
+
+# op kind -> its Model method (op_<kind>), for the kinds that have one (a table: a getattr that misses raises).
+_HANDLERS = {name[3:]: getattr(Model, name) for name in dir(Model) if name.startswith("op_")}
 
 
 def _writer_roles(ctx):

@@ -47,7 +47,7 @@ class _Writer:
     def __init__(self, ctx, site, g):
         self.site, self.path, self.param = site, site.path, g.param
         self.role = site.role_index
-        self.coords = [exprs.compile_expr(c) for c in g.coords]
+        self.coords = [exprs.compile_expr(c) for c in g.coords[:]]
         self.conds = [(exprs.compile_expr(c), taken) for c, taken in site.conds if exprs.names(c) & threads.THREAD]
         tile = site.msg.src if site.kind == "tma_store" else site.msg.src_tile
         region = ctx.region(tile.region)
@@ -65,7 +65,7 @@ class _Writer:
         used = set()
         for c, _ in site.conds:
             used |= exprs.names(c)
-        for c in g.coords:
+        for c in g.coords[:]:
             used |= exprs.names(c)
         used &= threads.THREAD
         self.grain = "thread" if used & _LANE_LEVEL else "elected" if "elected" in used else "warp"
@@ -155,7 +155,7 @@ class _Walk:
         plan = self.plans.get(prefix)
         if plan is None:
             plan = self.plans[prefix] = []
-            for j, op in enumerate(ops):
+            for j, op in enumerate(ops[:]):  # (a slice: iterating a protobuf container ends in a raised IndexError)
                 kind = op.WhichOneof("kind")
                 path = "%s[%d].%s" % (prefix, j, kind)
                 if kind == "loop" and path in self.inside:
@@ -226,29 +226,35 @@ class _Who:
     __slots__ = ("where", "who")
 
     def __init__(self, where, who):
-        self.where, self.who = where, who  # (block label, ((loop var, value), ...)); words, or a thread number
+        self.where, self.who = where, who  # (block label, ((loop var, value), ...)); words, (format, values...) or a
+        # thread number
 
     def __str__(self):
         label, loops = self.where
-        who = self.who if isinstance(self.who, str) else "thread %d" % self.who
+        who = self.who
+        if isinstance(who, tuple):  # _parts' (format, values...), worded here
+            who = who[0] % who[1:]
+        elif not isinstance(who, str):
+            who = "thread %d" % who
         return "%s, %s" % (label + "".join(", %s=%d" % lv for lv in loops), who)
 
 
 def _parts(w, b, first, count):
-    """[(per-dim (start, size) within the tile, copies, who)] that threads [first, first + count) write."""
+    """[(per-dim (start, size) within the tile, copies, who)] that threads [first, first + count) write; who is
+    (format, values...), worded only for a finding (_Who)."""
     whole = w.whole
     warp = b["warp"]
     if w.unit == "warpgroup":
         if count != 32 or not w.shape:
             return []
         rows = operands.WGMMA_WARP_ROWS
-        return [([(rows * (warp % 4), rows)] + whole[1:], 1, "warp %d of warpgroup %d" % (warp, warp // 4))]
+        return [([(rows * (warp % 4), rows)] + whole[1:], 1, ("warp %d of warpgroup %d", warp, warp // 4))]
     if w.unit == "warp":
-        return [(whole, 1, "warp %d" % warp)] if count == 32 else []
+        return [(whole, 1, ("warp %d", warp))] if count == 32 else []
     if w.unit == "row":
-        return [([(first, count)] + whole[1:], 1, "threads %d..%d" % (first, first + count - 1))] if w.shape else []
+        return [([(first, count)] + whole[1:], 1, ("threads %d..%d", first, first + count - 1))] if w.shape else []
     if w.unit in ("thread", "issuer"):
-        return [(whole, count, "thread %d" % first)]
+        return [(whole, count, ("thread %d", first))]
     return [(whole, 1, "its role's threads")]
 
 

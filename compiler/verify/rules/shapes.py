@@ -66,7 +66,7 @@ def _elementwise(ctx, site):
     if dst.layout in operands.OPERAND_FRAGMENTS:
         yield Finding(site.path, "%s is an mma.sync operand fragment (packed registers), not elementwise data" % dst)
         return
-    for i, s in enumerate(m.srcs):
+    for i, s in enumerate(m.srcs[:]):  # (a slice: iterating a protobuf container ends in a raised IndexError)
         kind = s.WhichOneof("kind")
         if kind == "coord" and not 0 <= s.coord < len(dst.shape):
             yield Finding(site.path, "coord(%d) of the rank-%d destination %s" % (s.coord, len(dst.shape), dst))
