@@ -252,8 +252,11 @@ class _Compiler:
         n.generic = kind in GENERIC_WRITERS
         n.write_unit = self.write_unit(kind, msg)
         # Ops on unstaged registers only touch their own class's state (the model's fast path).
-        tiles = n.reads + n.writes
-        n.registers_only = all(t.space == REGISTER and t.stage is None for t in tiles)
+        n.registers_only = True  # (a loop: all() over a generator that stops early closes it with an exception)
+        for t in n.reads + n.writes:
+            if t.space != REGISTER or t.stage is not None:
+                n.registers_only = False
+                break
         n.register_reads = [((t.region, 0), t) for t in n.reads] if n.registers_only else []
         n.register_writes = [(t.region, 0) for t in n.writes] if n.registers_only else []
         handler = _EXTRAS.get(kind)  # (a table: a getattr that misses raises, and most kinds have no extras)

@@ -851,6 +851,13 @@ def _partner_groups(classes):
     return out
 
 
+# The op kinds whose message has a `barrier` field holding a BarrierRef.
+_BARRIER_REF_KINDS = frozenset(
+    f.name for f in ir_pb2.Op.DESCRIPTOR.oneofs_by_name["kind"].fields
+    if "barrier" in f.message_type.fields_by_name
+    and f.message_type.fields_by_name["barrier"].message_type is ir_pb2.BarrierRef.DESCRIPTOR)
+
+
 def max_trips(ctx):
     """2 * S + 1 for the deepest ring S (pipelines, staged regions, barrier arrays addressed by round)."""
     depth = 1
@@ -859,7 +866,8 @@ def max_trips(ctx):
     for r in ctx.kernel.regions:
         depth = max(depth, r.stages)
     for site in ctx.ops:
-        ref = getattr(site.msg, "barrier", None) if site.msg is not None else None
+        # (only the kinds whose `barrier` is a BarrierRef: a getattr that misses on a message raises)
+        ref = site.msg.barrier if site.kind in _BARRIER_REF_KINDS and site.msg is not None else None
         if isinstance(ref, ir_pb2.BarrierRef) and ref.WhichOneof("slot") == "round":
             b = ctx.barrier(ref.barrier)
             if b is not None:
