@@ -319,6 +319,8 @@ class _Compiler:
         if hit is None:
             return False
         n.array = hit[0]
+        decl = n.decl = hit[1]  # what the model reads of the declaration at every sync, read once
+        n.is_named, n.count = decl.kind == ir_pb2.BARRIER_KIND_NAMED, max(1, decl.count)
         n.index, n.spread = None, False
         if msg.HasField("index"):
             # An index over warps or warpgroups need not split thread classes: the model spreads a class's

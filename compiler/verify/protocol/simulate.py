@@ -208,9 +208,11 @@ class _Runner:
                         taken = n.cond(env)
                     except exprs.ExprError as e:
                         raise Violation("undefined", n.path, "branch condition has no value here (%s)" % e)
-                    self.frames.append((body, j, self.loop, self.trips, self.trip, self.shadows, self.forks))
-                    body, j = n.then if taken else n.els, 0
-                    self.loop = None
+                    arm = n.then if taken else n.els
+                    if arm:  # (an empty arm: nothing to walk, and its frame would be popped as pushed)
+                        self.frames.append((body, j, self.loop, self.trips, self.trip, self.shadows, self.forks))
+                        body, j = arm, 0
+                        self.loop = None
                 else:
                     self.body, self.j = body, j
                     return n

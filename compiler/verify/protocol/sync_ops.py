@@ -170,13 +170,12 @@ class SyncOps:
         """Arrivals and transaction bytes (tx > 0 expected, < 0 delivered, by a load into `region`) to a slot's
         current phase."""
         s = array.slots[index]
-        name = array.decl.name
         if intended is not None and intended < 0:
             raise Violation(
                 "round_skip", node.path,
                 "contributes to completion %d of `%s`[%d] (round %d), before the slot's first: the round this op "
-                "names is negative" % (intended, name, index, intended * array.count + index),
-                (("`%s` is declared here" % name, array.path),),
+                "names is negative" % (intended, array.decl.name, index, intended * array.count + index),
+                (("`%s` is declared here" % array.decl.name, array.path),),
                 "Name the round this op serves: round r >= 0 is completion r / %d of slot r %% %d."
                 % (array.count, array.count),
             )
@@ -188,24 +187,24 @@ class SyncOps:
                         "tx_bytes", expects[-1] if expects else node.path,
                         "expects %d transaction bytes on `%s`[%d] for round completion %d, fewer than its loads "
                         "bring: the phase completed before this round's load of `%s` delivered its %d bytes"
-                        % (expected, name, index, intended, self.kernel.regions[region].name, -tx),
+                        % (expected, array.decl.name, index, intended, self.kernel.regions[region].name, -tx),
                         (("the load that arrives after the phase completed", node.path),
-                         ("`%s` is declared here" % name, array.path)),
+                         ("`%s` is declared here" % array.decl.name, array.path)),
                         "Set expect_tx bytes to the sum of the boxes every load of the round brings (%d more here)."
                         % -tx,
                     )
                 raise Violation(
                     "arrival_count", node.path,
                     "arrives on `%s`[%d] for completion %d, which already completed: more threads arrive per round "
-                    "than its %d arrivals" % (name, index, intended, array.arrivals),
-                    (("`%s` is declared here" % name, array.path),),
+                    "than its %d arrivals" % (array.decl.name, index, intended, array.arrivals),
+                    (("`%s` is declared here" % array.decl.name, array.path),),
                 )
             self.incomplete(array, index, s)
             raise Violation(
                 "round_skip", node.path,
                 "contributes to completion %d of `%s`[%d] (round %d) while completion %d received nothing: the rounds "
-                "this op names skip a completion" % (intended, name, index, intended * array.count + index, s.ph),
-                (("`%s` is declared here" % name, array.path),),
+                "this op names skip a completion" % (intended, array.decl.name, index, intended * array.count + index, s.ph),
+                (("`%s` is declared here" % array.decl.name, array.path),),
                 "Name the round this op serves: round r is completion r / %d of slot r %% %d, and every completion "
                 "needs its arrivals before the next one (no round a lap ahead, none skipped under a branch)."
                 % (array.count, array.count),
@@ -214,8 +213,8 @@ class SyncOps:
             raise Violation(
                 "arrival_count", node.path,
                 "%d threads arrive on `%s`[%d] whose phase needs only %d more of its %d arrivals"
-                % (arrivals, name, index, s.pending, array.arrivals),
-                (("`%s` is declared here" % name, array.path),),
+                % (arrivals, array.decl.name, index, s.pending, array.arrivals),
+                (("`%s` is declared here" % array.decl.name, array.path),),
             )
         s.pending -= arrivals
         s.tx += tx
@@ -232,7 +231,7 @@ class SyncOps:
             if s.tx < 0:
                 raise Violation(
                     "tx_bytes", (s.expects or [node.path])[-1],
-                    "the loads bring %d bytes more to `%s`[%d] than the phase expects" % (-s.tx, name, index),
+                    "the loads bring %d bytes more to `%s`[%d] than the phase expects" % (-s.tx, array.decl.name, index),
                     self.phase_notes(array, s),
                 )
             if s.tx == 0:
@@ -454,8 +453,8 @@ class SyncOps:
         Each barrier of an array is its own hardware barrier; the op's index (unset: 0) picks one. An index
         that reads only `warp` and `warpgroup` of the thread builtins (`wg_done[warpgroup]`) is evaluated
         per warp of the class, so one class spanning several warpgroups reaches each of their barriers."""
-        decl = self.kernel.barriers[node.array]
-        if decl.kind != ir_pb2.BARRIER_KIND_NAMED:
+        decl = node.decl  # (its kind and count, read once: program.py)
+        if not node.is_named:
             raise Violation("kind_mismatch", node.path, "`%s` is not a named barrier" % decl.name)
         if node.index is None:
             shares = {0: r.cls.weight}
@@ -480,7 +479,7 @@ class SyncOps:
                     env["warp"], env["warpgroup"] = saved
                 if key is not None:
                     r.spreads[key] = shares
-        count = max(1, decl.count)
+        count = node.count
         out = []
         for index, threads in shares.items():
             if not 0 <= index < count:
