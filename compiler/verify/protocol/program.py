@@ -34,6 +34,9 @@ SHARED, REGISTER, TENSOR = ir_pb2.MEMORY_SPACE_SHARED, ir_pb2.MEMORY_SPACE_REGIS
 GENERIC_WRITERS = frozenset(
     ("copy", "fill", "elementwise", "stmatrix", "reduce", "arg_reduce", "top_k", "scan", "tri_solve", "cp_async")
 )
+# Accesses that read / write an operand, and the source field of the ops whose writers follow their source.
+_READS, _WRITES = frozenset((oprefs.R, oprefs.RW)), frozenset((oprefs.W, oprefs.RW))
+_SOURCES = {"copy": "src_tile", "stmatrix": "src"}
 # Thread builtins a named-barrier index may read without splitting thread classes.
 _SPREAD = frozenset(("warp", "warpgroup"))
 # The environment key holding what data-dependent conditions evaluate to (no IR name can clash with it).
@@ -241,9 +244,9 @@ class _Compiler:
             if kind == "mma" and u.field == "acc":
                 n.acc = t
                 continue
-            if u.access in (oprefs.R, oprefs.RW):
+            if u.access in _READS:
                 n.reads.append(t)
-            if u.access in (oprefs.W, oprefs.RW):
+            if u.access in _WRITES:
                 n.writes.append(t)
         for name in sorted(self.ctx.names_read(path, msg) & self.scalars.keys()) if self.scalars else ():
             index = self.scalars[name]
@@ -269,7 +272,7 @@ class _Compiler:
         part, or the whole of it), or None (the executing threads cooperatively, once)."""
         if kind == "tma_load":
             return "thread"  # every issuing thread loads the whole box
-        src = {"copy": "src_tile", "stmatrix": "src"}.get(kind)
+        src = _SOURCES.get(kind)
         if src is None or not msg.HasField(src):
             return None
         region = self.ctx.region(getattr(msg, src).region)

@@ -433,8 +433,10 @@ class SyncOps:
         or another thread's, ordered by a release this thread acquired). Else, on hardware, a previous round
         still in flight (async loads complete in any order) leaves the slot's parity at `expect`'s, and the
         wait passes at once on the stale phase."""
-        if any(r.vc[agent] >= time for agent, time in s.observed.get(expect - 1, ())):
-            return
+        vc = r.vc
+        for agent, time in s.observed.get(expect - 1, ()):  # (a loop: any() stopping early raises in its generator)
+            if vc[agent] >= time:
+                return
         rnd = (expect - 1) * array.count + index
         raise Violation(
             "phase_mismatch", node.path,

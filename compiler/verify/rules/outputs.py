@@ -62,12 +62,13 @@ class _Writer:
             self.unit = operands.HOLDER.get(region.layout, "thread")
         else:
             self.unit = "role"
-        used = set()
+        used, read = set(), set()
         for c, _ in site.conds:
             used |= exprs.names(c)
         for c in g.coords[:]:
-            used |= exprs.names(c)
-        used &= threads.THREAD
+            read |= exprs.names(c)
+        used = (used | read) & threads.THREAD
+        self.thread_coords = bool(read & threads.THREAD)  # else every thread group writes at one origin
         self.grain = "thread" if used & _LANE_LEVEL else "elected" if "elected" in used else "warp"
 
 
@@ -202,13 +203,20 @@ class _Walk:
         found, running = [], 0
         groups = self._groups(w, role)
         self._spend(len(groups))
-        param, path, conds, coords = w.param, w.path, w.conds, w.coords
+        param, path, conds, coords, thread_coords, origin = w.param, w.path, w.conds, w.coords, w.thread_coords, None
         for b, first, count in groups:
             env.update(b)  # thread builtins: no loop bound or thread-independent condition reads them
-            if conds and not all(bool(fn(env)) == taken for fn, taken in conds):
-                continue
+            if conds:
+                passed = True
+                for fn, taken in conds:  # (a loop: all() stopping early raises in its generator)
+                    if bool(fn(env)) != taken:
+                        passed = False
+                        break
+                if not passed:
+                    continue
             running += count
-            origin = [fn(env) for fn in coords]
+            if origin is None or thread_coords:  # (coordinates that read no builtin: the first group's)
+                origin = [fn(env) for fn in coords]
             for offsets, copies, unit in _parts(w, b, first, count):
                 if copies == 1:
                     found.append((param, origin, offsets, path, _Who(where, unit)))
