@@ -565,7 +565,7 @@ class Model(DataOps, SyncOps):
             return node.handler(self, r, node)
         # A collective op's effect is per class (it never blocks); then the classes sharing its unit meet,
         # so what each one retired or wrote is known to all of them afterwards.
-        key = (node.path, tuple(r.iters), group)  # rv_key
+        key = (node.path, tuple(r.iters), group)  # the rendezvous of this op instance for the classes sharing r's unit
         if r.rv != key:
             node.handler(self, r, node)
         return self.meet(r, node, key)
@@ -575,12 +575,8 @@ class Model(DataOps, SyncOps):
     def inst(self, r, node):
         return (node.path, tuple(r.iters))
 
-    def rv_key(self, r, node):
-        """The rendezvous of this op instance for the group of classes sharing r's unit."""
-        return node.path, tuple(r.iters), self.groups[node.collective][r.index]
-
     def meet(self, r, node, key):
-        """Rendezvous of the classes that share the op's unit at `key` (rv_key); True once all of them are here."""
+        """Rendezvous of the classes that share the op's unit at `key` (execute's); True once all of them are here."""
         rv = self.rendezvous.get(key)
         if rv is None:
             rv = self.rendezvous[key] = _Rendezvous(key[2], self.agents)
