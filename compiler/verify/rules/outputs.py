@@ -348,10 +348,10 @@ def _param(ctx, name, ws, pieces, env, inputs):
         if box is not None:
             boxes.append((box, path, label))
     cuts = []
-    for d, size in enumerate(dims):
+    per_dim = list(zip(*[b[0] for b in boxes])) if boxes else [()] * len(dims)  # every box's (lo, hi), per dim
+    for size, spans in zip(dims, per_dim):
         edges = {0, size}
-        for b in boxes:
-            edges.update(b[0][d])
+        edges.update(*spans)
         cuts.append(sorted(edges))
     where = [{c: i for i, c in enumerate(axis)} for axis in cuts]
     cells = math.prod(len(axis) - 1 for axis in cuts)
