@@ -76,7 +76,7 @@ def role_sites(kernel, role_index):
     out = []
 
     def walk(body, prefix):
-        for i, op in enumerate(body):
+        for i, op in enumerate(body[:]):  # (a slice: iterating a protobuf container ends in a raised IndexError)
             kind = op.WhichOneof("kind")
             msg = getattr(op, kind) if kind else None
             path = "%s[%d].%s" % (prefix, i, kind) if kind else "%s[%d]" % (prefix, i)
@@ -91,10 +91,10 @@ def role_sites(kernel, role_index):
     return out
 
 
-def _register_accesses(regions, kind, msg):
-    """(region name, reads it first) of each register operand of one op."""
+def _register_accesses(regions, kind, msg, tiles):
+    """(region name, reads it first) of each register operand of one op (`tiles`: its oprefs.tiles)."""
     out = []
-    for field, ref, access in oprefs.tiles(kind, msg):
+    for field, ref, access in tiles:
         region = regions.get(ref.region)
         if region is None or region.space != ir_pb2.MEMORY_SPACE_REGISTER:
             continue
@@ -112,24 +112,28 @@ def live_peak(kernel, role_index, sites=None):
     from its first to its last access in program order, across a whole loop when it is
     used both inside and outside it or carried from one iteration to the next (its first
     access in the loop reads it). `sites` ((path, kind, message) in program order, as
-    role_sites gives them) lets a caller that walked the role already pass its walk.
+    role_sites gives them) lets a caller that walked the role already pass its walk, each op with its
+    oprefs.tiles as a fourth element where the caller has them.
     """
     sites = role_sites(kernel, role_index) if sites is None else sites
     regions = {}
     for r in kernel.regions:
         regions.setdefault(r.name, r)
     loops = []
-    for p, (path, kind, _) in enumerate(sites):
+    for p, site in enumerate(sites):
+        path, kind = site[0], site[1]
         if kind == "loop":
             q, prefix = p, path + "."
             while q + 1 < len(sites) and sites[q + 1][0].startswith(prefix):
                 q += 1
             loops.append((p, q))
     spans, first_read = {}, {}
-    for p, (_, kind, msg) in enumerate(sites):
+    for p, site in enumerate(sites):
+        kind, msg = site[1], site[2]
         if msg is None:
             continue
-        for name, reads in _register_accesses(regions, kind, msg):
+        tiles = site[3] if len(site) > 3 else oprefs.tiles(kind, msg)
+        for name, reads in _register_accesses(regions, kind, msg, tiles):
             lo, hi = spans.get(name, (p, p))
             spans[name] = (min(lo, p), max(hi, p))
             for ls, le in loops:  # does this region's first access inside each loop read it?

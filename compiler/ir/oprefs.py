@@ -73,7 +73,7 @@ def tiles(kind, msg):
     if kind == "arg_reduce" and msg.accumulate:
         out += [("values", msg.values, R), ("indices", msg.indices, R)]
     if kind == "elementwise":
-        for i, s in enumerate(msg.srcs):
+        for i, s in enumerate(msg.srcs[:]):  # (a slice: iterating a protobuf container ends in a raised IndexError)
             if s.WhichOneof("kind") == "tile":
                 out.append(("srcs[%d].tile" % i, s.tile, R))
     return out
@@ -180,34 +180,57 @@ _BODIES = ("body", "then_body", "else_body")
 def expressions(msg):
     """[(message type, field, Expr)] of every expression an op message holds (not those of nested bodies)."""
     out = []
-    _collect_expressions(msg, 0, out)
+    _collector(msg.DESCRIPTOR)(msg, 0, out)
     return out
 
 
-def _collect_expressions(msg, depth, out):
-    kind = msg.DESCRIPTOR.name
-    for name, repeated, is_expr in _expr_fields(msg.DESCRIPTOR):
-        if name is None:  # members of one oneof (`repeated` is its name, `is_expr` member -> is an Expr)
-            name = msg.WhichOneof(repeated)
-            if name not in is_expr:
-                continue
-            item = getattr(msg, name)
-            if is_expr[name]:
-                out.append((kind, name, item))
-            elif depth < 8:
-                _collect_expressions(item, depth + 1, out)
-            continue
-        if repeated:
-            items = getattr(msg, name)
-        elif msg.HasField(name):
-            items = (getattr(msg, name),)
+_COLLECTORS = {}  # message type's full name -> its collector
+
+
+def _collector(descriptor):
+    """The function (msg, depth, out) appending the expressions a message of this type holds, as straight-line
+    code built once per type from _expr_fields: the fields in field-number order, one WhichOneof per oneof, a
+    HasField per singular field, message fields recursed into up to depth 8 (op messages nest refs a few levels
+    deep: Operand -> TileRef -> Window). The verifier collects every op's expressions; a generic loop over the
+    steps cost half again as much."""
+    found = _COLLECTORS.get(descriptor.full_name)
+    if found is not None:
+        return found
+    kind, lines, scope = descriptor.name, ["def collect(msg, depth, out):"], {}
+
+    def child(field):  # the collector of a message field's type, found when first called (types may recurse)
+        name = "_c%d" % len(scope)
+        scope[name] = _deferred(scope, name, descriptor.fields_by_name[field].message_type)
+        return name
+
+    for name, repeated, is_expr in _expr_fields(descriptor):
+        if name is None:  # one oneof: `repeated` is its name, `is_expr` member -> is an Expr
+            lines.append("    member = msg.WhichOneof(%r)" % repeated)
+            for i, (member, expr) in enumerate(is_expr.items()):
+                lines.append("    %s member == %r:" % ("elif" if i else "if", member))
+                lines.append("        out.append((%r, %r, msg.%s))" % (kind, member, member) if expr else
+                             "        if depth < 8: %s(msg.%s, depth + 1, out)" % (child(member), member))
+        elif repeated:
+            lines.append("    out += [(%r, %r, item) for item in msg.%s[:]]" % (kind, name, name) if is_expr else
+                         "    if depth < 8:\n        for item in msg.%s[:]: %s(item, depth + 1, out)" % (name, child(name)))
         else:
-            continue
-        if is_expr:
-            out += [(kind, name, item) for item in items]
-        elif depth < 8:  # op messages nest refs a few levels deep (Operand -> TileRef -> Window)
-            for item in items:
-                _collect_expressions(item, depth + 1, out)
+            lines.append("    if msg.HasField(%r): out.append((%r, %r, msg.%s))" % (name, kind, name, name) if is_expr
+                         else "    if depth < 8 and msg.HasField(%r): %s(msg.%s, depth + 1, out)" % (name, child(name), name))
+    lines.append("    return out")
+    exec("\n".join(lines), scope)  # noqa: S102  (built from the schema's own field names)
+    found = _COLLECTORS[descriptor.full_name] = scope["collect"]
+    return found
+
+
+def _deferred(scope, name, descriptor):
+    """A stand-in for the collector of `descriptor` under `name` in a collector's globals: it finds the collector
+    on its first call and puts it there."""
+
+    def first(msg, depth, out):
+        found = scope[name] = _collector(descriptor)
+        return found(msg, depth, out)
+
+    return first
 
 
 @functools.lru_cache(maxsize=None)

@@ -31,8 +31,15 @@ def ring_terms(kernel, barrier_name):
     depth is the array's count (1 when unset or the name is unknown); lag is 1 for a
     pipeline's `empty` array (a fresh slot counts as released), else 0.
     """
-    depth = next((max(1, b.count) for b in kernel.barriers if b.name == barrier_name), 1)
-    lag = 1 if any(p.empty == barrier_name for p in kernel.pipelines) else 0
+    depth, lag = 1, 0  # (loops over slices: the verifier's model asks this of every barrier reference)
+    for b in kernel.barriers[:]:
+        if b.name == barrier_name:
+            depth = max(1, b.count)
+            break
+    for p in kernel.pipelines[:]:
+        if p.empty == barrier_name:
+            lag = 1
+            break
     return depth, lag
 
 

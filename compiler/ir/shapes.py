@@ -16,12 +16,12 @@ from cake.ir.v1 import ir_pb2
 
 def tile_shape(ref, region):
     """The shape TileRef `ref` of `region` covers."""
-    return window_shape([w.size for w in ref.window], region)
+    return window_shape([w.size for w in ref.window[:]], region)
 
 
 def window_shape(sizes, region):
     """The shape a tile of `region` whose windows have `sizes` covers (no windows: the whole region)."""
-    return list(sizes) if sizes else list(region.shape)
+    return list(sizes) if sizes else list(region.shape[:])  # (a slice: iterating a protobuf container raises)
 
 
 def elements(shape):

@@ -50,7 +50,7 @@ def op_feature(kind, msg):
 
 
 def _op_uses(body, prefix):
-    for i, op in enumerate(body):
+    for i, op in enumerate(body[:]):  # (a slice: iterating a protobuf container ends in a raised IndexError)
         kind = op.WhichOneof("kind")
         if kind is None:
             continue

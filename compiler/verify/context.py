@@ -77,9 +77,14 @@ class TileUse:
         self.name = ref.region
         self.hit = regions.get(self.name)
         self.stage = ref.stage if ref.HasField("stage") else None
-        self.windows = tuple(ref.window)
-        self.starts = tuple(w.start for w in self.windows)
-        self.sizes = tuple(w.size for w in self.windows)
+        # Protobuf containers are iterated through slices: a loop over one ends in a raised IndexError, which costs
+        # as much again as the loop.
+        self.windows = windows = tuple(ref.window[:])
+        if windows:  # (most operands are whole tiles)
+            self.starts = tuple([w.start for w in windows])
+            self.sizes = tuple([w.size for w in windows])
+        else:
+            self.starts = self.sizes = ()
 
     @property
     def region(self):
@@ -124,7 +129,7 @@ class Context:
         if depth > MAX_NESTING:
             self.too_deep.append(prefix)
             return
-        for j, op in enumerate(body):
+        for j, op in enumerate(body[:]):  # (slices: see TileUse)
             node = "%s[%d]" % (prefix, j)
             kind = op.WhichOneof("kind")
             msg = getattr(op, kind) if kind else None
@@ -180,12 +185,17 @@ class Context:
         read them)."""
         found = site._operands
         if found is None:
-            found = site._operands = tuple(TileUse(field, ref, access, self.regions) for field, ref, access in site.tiles())
+            regions = self.regions
+            found = site._operands = tuple([TileUse(field, ref, access, regions) for field, ref, access in site.tiles()])
         return found
 
     def sites(self, *kinds):
-        """The op sites of the given kinds, in walk order."""
-        return [s for s in self.ops if s.kind in kinds]
+        """The op sites of the given kinds, in walk order (a new list; each kinds' found once)."""
+        cache = self.__dict__.setdefault("_sites_of", {})
+        found = cache.get(kinds)
+        if found is None:
+            found = cache[kinds] = [s for s in self.ops if s.kind in kinds]
+        return list(found)
 
     @functools.cached_property
     def limits(self):

@@ -114,13 +114,29 @@ def _binary(fn, lhs, rhs):
             try:
                 x = env[a]
                 y = env[b]
-            except KeyError as e:
+                v = fn(x, y)
+            except KeyError as e:  # (the operators raise none)
                 raise ExprError("unbound symbol %r" % e.args[0]) from None
-            return _checked(fn, x, y)
+            except ZeroDivisionError as e:
+                raise ExprError(str(e)) from None
+            if -_LIMIT < v < _LIMIT:
+                return v
+            raise ExprError("value out of range")
 
         return sym_sym, None
     if lkind == "int":
-        return (lambda env: _checked(fn, a, rfn(env))), None
+
+        def int_any(env):
+            y = rfn(env)
+            try:
+                v = fn(a, y)
+            except ZeroDivisionError as e:
+                raise ExprError(str(e)) from None
+            if -_LIMIT < v < _LIMIT:
+                return v
+            raise ExprError("value out of range")
+
+        return int_any, None
     if rkind == "sym":  # `it * T + jj`
 
         def any_sym(env):
@@ -129,7 +145,13 @@ def _binary(fn, lhs, rhs):
                 y = env[b]
             except KeyError:
                 raise ExprError("unbound symbol %r" % b) from None
-            return _checked(fn, x, y)
+            try:
+                v = fn(x, y)
+            except ZeroDivisionError as e:
+                raise ExprError(str(e)) from None
+            if -_LIMIT < v < _LIMIT:
+                return v
+            raise ExprError("value out of range")
 
         return any_sym, None
     if rkind == "int":

@@ -93,8 +93,10 @@ class _Cond:
         """True, False, or a hashable stand-in for what the condition still depends on."""
         if self.op is None:
             if self.builtin_only:
-                v = _safe(self.fn, env)
-                return "undefined" if v is None else bool(v)
+                try:  # (_safe, inline: role_classes asks this of every thread)
+                    return bool(self.fn(env))
+                except exprs.ExprError:
+                    return "undefined"
             return (self.id, tuple(env[n] for n in self.named))
         lhs, rhs = self.lhs.residual(env), self.rhs.residual(env)
         absorbing = self.op == "or"  # True absorbs an or, False an and
@@ -126,7 +128,7 @@ class _Key:
         )
 
     def of(self, env):
-        return tuple(c.residual(env) for c in self.conds) + tuple(env[n] for n in self.named)
+        return tuple([c.residual(env) for c in self.conds] + [env[n] for n in self.named])
 
 
 def role_classes(role_index, threads, conds, values):

@@ -71,7 +71,7 @@ class DataOps:
         return out
 
     def read(self, r, tile, node, agent_vc=None, agent=None, async_proxy=False):
-        key = (tile.region, self.slot(r, tile, node.path))
+        key = (tile.region, self.slot(r, tile, node.path) if tile.stage is not None else 0)
         if tile.space == program.REGISTER:  # this class's own registers: program order, plus in-flight MMAs
             if key in r.regs_pending:
                 raise Violation(
@@ -86,8 +86,8 @@ class DataOps:
         who = agent if agent is not None else r.base
         writers = self.writers.get(tile.region)
         elsewhere = writers is not None and (len(writers) > 1 or r.cls.role_index not in writers)
-        inst = self.inst(r, node)
-        for _, box in self.pieces(r, tile):
+        inst = (node.path, tuple(r.iters))  # (Model.inst and the common case of pieces, inline)
+        for _, box in self.pieces(r, tile) if tile.grain is not None else ((None, tile.box(r.env)),):
             try:
                 self.memory.read(key, box, who, vc, node.path, inst, r.index, tile.ring, async_proxy, elsewhere,
                                  not async_proxy and tile.space == program.SHARED)
@@ -120,7 +120,7 @@ class DataOps:
         )
 
     def write(self, r, tile, node, agent_vc=None, agent=None, generic=False, async_unit=False):
-        key = (tile.region, self.slot(r, tile, node.path))
+        key = (tile.region, self.slot(r, tile, node.path) if tile.stage is not None else 0)
         if tile.space == program.REGISTER:
             r.regs_written.add(key)
             if async_unit:
@@ -128,7 +128,7 @@ class DataOps:
             return key
         vc = agent_vc if agent_vc is not None else r.vc
         who = agent if agent is not None else r.base
-        inst = self.inst(r, node)
+        inst = (node.path, tuple(r.iters))  # (Model.inst, inline)
         async_proxy = agent is not None and not generic and tile.space == program.SHARED  # a TMA load's
         for unit, box in self.pieces(r, tile, node.write_unit):
             self.memory.write(key, box, who, vc, node.path, inst, r.index, tile.ring, generic, unit, async_proxy)

@@ -35,6 +35,7 @@ async-proxy read must find every element of its box written (TMA stores and
 tensor cores read whole tiles).
 """
 
+from compiler.verify.protocol import slots
 
 # The agents of a thread class: its threads, and the asynchronous units its role uses.
 THREAD_AGENT, TMA_AGENT, MMA_AGENT, STORE_AGENT = range(4)
@@ -71,11 +72,8 @@ class Access:
         self.replaced = ()  # the writes this one covered
         self.unit = unit  # (role, level, index) of the warpgroup, warp or thread that wrote its own part, or None
 
-    def copy(self):
-        new = Access.__new__(Access)
-        for name in Access.__slots__:
-            setattr(new, name, getattr(self, name))
-        return new
+
+Access.copy = slots.copier(Access)
 
 
 class Loc:
@@ -251,7 +249,9 @@ class Memory:
 
     def read(self, key, box, agent, vc, path, inst, cls, ring, async_proxy, written_elsewhere, generic=False):
         """Record a read of `box`; raise when it is not ordered after what it reads. `generic`: an ld.shared."""
-        loc = self.loc(key)
+        loc = self.locs.get(key)
+        if loc is None:
+            loc = self.locs[key] = Loc()
         name = self.names[key[0]]
         for c, p, b in loc.pending:
             if not overlaps(b, box):
@@ -282,7 +282,8 @@ class Memory:
             raise Violation("raw", path, "reads `%s` without being ordered after the write that fills it" % name,
                             (("the write", w.path),))
         if async_proxy:
-            hole = uncovered(box, [w.box for w in seen])
+            # (uncovered's own first test, inline: one write covering the read is the common case)
+            hole = None if covers(seen[0].box, box) else uncovered(box, [w.box for w in seen])
             if hole is not None:
                 raise Violation(
                     "uncovered_read", path,

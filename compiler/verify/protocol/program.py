@@ -34,6 +34,9 @@ SHARED, REGISTER, TENSOR = ir_pb2.MEMORY_SPACE_SHARED, ir_pb2.MEMORY_SPACE_REGIS
 GENERIC_WRITERS = frozenset(
     ("copy", "fill", "elementwise", "stmatrix", "reduce", "arg_reduce", "top_k", "scan", "tri_solve", "cp_async")
 )
+# Accesses that read / write an operand, and the source field of the ops whose writers follow their source.
+_READS, _WRITES = frozenset((oprefs.R, oprefs.RW)), frozenset((oprefs.W, oprefs.RW))
+_SOURCES = {"copy": "src_tile", "stmatrix": "src"}
 # Thread builtins a named-barrier index may read without splitting thread classes.
 _SPREAD = frozenset(("warp", "warpgroup"))
 # The environment key holding what data-dependent conditions evaluate to (no IR name can clash with it).
@@ -126,9 +129,11 @@ class Node:
 
 
 class _Compiler:
-    def __init__(self, ctx, role_index, facts):
+    def __init__(self, ctx, role_index, facts, starts):
         self.ctx = ctx
         self.facts = facts  # region_facts(ctx.kernel)
+        self.starts = starts  # window start (serialized) -> (closure, names): shared by the kernel's roles
+        self.whole = {}  # (region index, operand field) -> the Tile of the whole unstaged region
         self.role_index = role_index
         self.scalars = ctx.scalars[role_index]  # register scalar name -> region index
         self.values = []  # sync-relevant expressions of the role being compiled
@@ -149,14 +154,25 @@ class _Compiler:
         index = u.hit[0]
         facts = self.facts[index]
         ring = u.name in self.ctx.pipeline_of_region
-        if u.stage is None and not u.windows:  # the whole of an unstaged region: nothing to compile
-            return Tile(index, facts, None, ring, u.field, None)
+        if u.stage is None and not u.windows:  # the whole of an unstaged region: nothing to compile, one Tile
+            key = (index, u.field)                # for every op that reads or writes it so (Tiles never change)
+            found = self.whole.get(key)
+            if found is None:
+                found = self.whole[key] = Tile(index, facts, None, ring, u.field, None)
+            return found
         stage = self.expr(u.stage) if u.stage is not None else None
         window, used = None, set()
         if u.windows and len(u.windows) == len(facts[3]):
-            window = tuple((exprs.compile_expr(start), size) for start, size in zip(u.starts, u.sizes))
-            for start in u.starts:
-                used |= exprs.names(start)
+            # Kernels repeat a few window starts (`0`, `warpgroup * 64`) over many ops: each is compiled once.
+            memo, window = self.starts, []
+            for start, size in zip(u.starts, u.sizes):
+                key = start.SerializeToString()
+                found = memo.get(key)
+                if found is None:
+                    found = memo[key] = (exprs.compile_expr(start), frozenset(exprs.names(start)))
+                window.append((found[0], size))
+                used |= found[1]
+            window = tuple(window)
             self.read |= used
         return Tile(index, facts, stage, ring, u.field, window, grain(used), tuple(sorted(used - threads.THREAD)))
 
@@ -176,7 +192,7 @@ class _Compiler:
 
     def body(self, ops, prefix):
         out = []
-        for j, op in enumerate(ops):
+        for j, op in enumerate(ops[:]):  # (a slice: iterating a protobuf container ends in a raised IndexError)
             kind = op.WhichOneof("kind")
             path = "%s[%d].%s" % (prefix, j, kind) if kind else "%s[%d]" % (prefix, j)
             node = self.node(kind, getattr(op, kind) if kind else None, path)
@@ -228,9 +244,9 @@ class _Compiler:
             if kind == "mma" and u.field == "acc":
                 n.acc = t
                 continue
-            if u.access in (oprefs.R, oprefs.RW):
+            if u.access in _READS:
                 n.reads.append(t)
-            if u.access in (oprefs.W, oprefs.RW):
+            if u.access in _WRITES:
                 n.writes.append(t)
         for name in sorted(self.ctx.names_read(path, msg) & self.scalars.keys()) if self.scalars else ():
             index = self.scalars[name]
@@ -239,12 +255,15 @@ class _Compiler:
         n.generic = kind in GENERIC_WRITERS
         n.write_unit = self.write_unit(kind, msg)
         # Ops on unstaged registers only touch their own class's state (the model's fast path).
-        tiles = n.reads + n.writes
-        n.registers_only = all(t.space == REGISTER and t.stage is None for t in tiles)
+        n.registers_only = True  # (a loop: all() over a generator that stops early closes it with an exception)
+        for t in n.reads + n.writes:
+            if t.space != REGISTER or t.stage is not None:
+                n.registers_only = False
+                break
         n.register_reads = [((t.region, 0), t) for t in n.reads] if n.registers_only else []
         n.register_writes = [(t.region, 0) for t in n.writes] if n.registers_only else []
-        handler = getattr(self, "_" + kind, None)
-        if handler is not None and handler(n, msg) is False:
+        handler = _EXTRAS.get(kind)  # (a table: a getattr that misses raises, and most kinds have no extras)
+        if handler is not None and handler(self, n, msg) is False:
             return None
         return n
 
@@ -253,7 +272,7 @@ class _Compiler:
         part, or the whole of it), or None (the executing threads cooperatively, once)."""
         if kind == "tma_load":
             return "thread"  # every issuing thread loads the whole box
-        src = {"copy": "src_tile", "stmatrix": "src"}.get(kind)
+        src = _SOURCES.get(kind)
         if src is None or not msg.HasField(src):
             return None
         region = self.ctx.region(getattr(msg, src).region)
@@ -303,6 +322,8 @@ class _Compiler:
         if hit is None:
             return False
         n.array = hit[0]
+        decl = n.decl = hit[1]  # what the model reads of the declaration at every sync, read once
+        n.is_named, n.count = decl.kind == ir_pb2.BARRIER_KIND_NAMED, max(1, decl.count)
         n.index, n.spread = None, False
         if msg.HasField("index"):
             # An index over warps or warpgroups need not split thread classes: the model spreads a class's
@@ -334,6 +355,11 @@ class _Compiler:
         n.fkind = msg.kind
 
 
+# op kind -> its _Compiler extras (_<kind>), for the kinds that have some.
+_EXTRAS = {name[1:]: fn for name, fn in vars(_Compiler).items()
+           if name.startswith("_") and not name.startswith("__") and callable(fn)}
+
+
 def _data_cond(expr, data, depth=0):
     """A closure for a condition reading the register scalars `data`: and/or combine their operands (both
     evaluated, as compile_expr does); any other part that reads a scalar is env[DATA]; the rest evaluates."""
@@ -358,9 +384,9 @@ def compile_roles(ctx):
     """([(nodes, conds, values)] per role: the compiled body and the expressions that split its threads; the names
     the bodies read other than in loop ends and branch conditions: inputs that differ in no other name run alike
     until a loop's trips or a branch's arm differ, forks.py)."""
-    out, facts, read = [], region_facts(ctx.kernel), set()
+    out, facts, read, starts = [], region_facts(ctx.kernel), set(), {}
     for i, role in enumerate(ctx.kernel.roles):
-        c = _Compiler(ctx, i, facts)
+        c = _Compiler(ctx, i, facts, starts)
         nodes = c.body(role.body, "kernel.roles[%d].body" % i)
         out.append((nodes, c.conds, c.values))
         read |= c.read

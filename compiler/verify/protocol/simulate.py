@@ -31,7 +31,7 @@ from cake.ir.v1 import ir_pb2
 
 from compiler.ir import oprefs
 from compiler.verify import exprs, threads
-from compiler.verify.protocol import forks, program
+from compiler.verify.protocol import forks, program, slots
 from compiler.verify.protocol.data_ops import MMA_SYNC, DataOps
 from compiler.verify.protocol.happens_before import (
     MMA_AGENT,
@@ -146,9 +146,7 @@ class _Runner:
     def copy(self, model, sid, values, same):
         """This class's copy in `model` (Model.copy) for input `sid`, running on under `values`: each loop it is in
         takes that input's trips (recorded when it entered the loop)."""
-        new = _Runner.__new__(_Runner)
-        for name in _Runner.__slots__:  # then what ops change in place is copied
-            setattr(new, name, getattr(self, name))
+        new = _copy_runner(self)  # then what ops change in place is copied
         new.steps = model.steps
         new.env = dict(self.env)
         new.env.update(values)
@@ -210,9 +208,11 @@ class _Runner:
                         taken = n.cond(env)
                     except exprs.ExprError as e:
                         raise Violation("undefined", n.path, "branch condition has no value here (%s)" % e)
-                    self.frames.append((body, j, self.loop, self.trips, self.trip, self.shadows, self.forks))
-                    body, j = n.then if taken else n.els, 0
-                    self.loop = None
+                    arm = n.then if taken else n.els
+                    if arm:  # (an empty arm: nothing to walk, and its frame would be popped as pushed)
+                        self.frames.append((body, j, self.loop, self.trips, self.trip, self.shadows, self.forks))
+                        body, j = arm, 0
+                        self.loop = None
                 else:
                     self.body, self.j = body, j
                     return n
@@ -309,6 +309,9 @@ class _Runner:
                 now.append(sid)
         self.forking = now
         return bool(now)
+
+
+_copy_runner = slots.copier(_Runner)
 
 
 def bounds(loop, env):
@@ -432,10 +435,24 @@ class Model(DataOps, SyncOps):
         runners = self.runners
         steps = self.steps
         woken = self.woken  # one list, filled by the op being executed, emptied after it
+        chooser = self.chooser
         while True:
             if resume is not None:
                 r, budget, limit = runners[resume[0]], None, resume[1]
                 resume = None
+            elif chooser is None:  # pick()'s choice, inline (once per op executed): see pick
+                r = holder = None
+                for x in runners:
+                    if x.done or x.stuck:
+                        continue
+                    if r is None or x.count < r.count:
+                        r, holder = x, r
+                    elif holder is None or x.count < holder.count:
+                        holder = x
+                if r is None:  # every class finished (pick checks the end) or is blocked (it raises)
+                    self.pick()
+                    return
+                budget, limit = None, None if holder is None else holder.count + (0 if r.index > holder.index else 1)
             else:
                 picked = self.pick()
                 if picked is None:
@@ -443,18 +460,22 @@ class Model(DataOps, SyncOps):
                 r, budget, limit = picked
             # Run `r` until another class is less advanced (or ties and comes first), it blocks, or state changes.
             while True:
-                node = r.pending or r.advance()
-                if node is FORK:
-                    self.split(r, limit)
-                    continue
+                node = r.pending
                 if node is None:
-                    r.done = True
-                    break
-                try:
-                    if node.collective is None:  # execute's common case, inline
-                        ok = node.handler(self, r, node)
+                    body, j = r.body, r.j  # advance's common case, inline: the next op of the body
+                    if j < len(body) and not body[j].control:
+                        node = body[j]
+                        r.j = j + 1
                     else:
-                        ok = self.execute(r, node)
+                        node = r.advance()
+                        if node is FORK:
+                            self.split(r, limit)
+                            continue
+                        if node is None:
+                            r.done = True
+                            break
+                try:
+                    ok = node.run(self, r, node)  # its handler, or execute for a collective op (_bind)
                 except exprs.ExprError as e:
                     raise Violation("undefined", node.path, "an expression of this op has no value here (%s)" % e)
                 if ok:
@@ -471,8 +492,14 @@ class Model(DataOps, SyncOps):
                         # A blocked op's retry passes, or fails without effect, unless what it waits for moved
                         # (sync_ops, meet): wake only those. A random schedule wakes every class, as it chooses
                         # among the classes that can move.
-                        if x.stuck and (self.chooser is not None or any(w in woken for w in x.waits)):
-                            x.stuck = False
+                        if x.stuck:
+                            if self.chooser is not None:
+                                x.stuck = False
+                                continue
+                            for w in x.waits:
+                                if w in woken:
+                                    x.stuck = False
+                                    break
                     woken.clear()
                     break
                 if budget is not None:
@@ -531,32 +558,32 @@ class Model(DataOps, SyncOps):
         return [x for x in movable if all(behind[(x.cls.role_index, w)] >= x.count for w in x.cls.warps)]
 
     def execute(self, r, node):
-        if not node.collective or len(self.groups[node.collective][r.index]) == 1:  # nobody to meet
+        if not node.collective:
+            return node.handler(self, r, node)
+        group = self.groups[node.collective][r.index]
+        if len(group) == 1:  # nobody to meet
             return node.handler(self, r, node)
         # A collective op's effect is per class (it never blocks); then the classes sharing its unit meet,
         # so what each one retired or wrote is known to all of them afterwards.
-        if r.rv != self.rv_key(r, node):
+        key = (node.path, tuple(r.iters), group)  # the rendezvous of this op instance for the classes sharing r's unit
+        if r.rv != key:
             node.handler(self, r, node)
-        return self.meet(r, node)
+        return self.meet(r, node, key)
 
     # -- collectives ------------------------------------------------------------
 
     def inst(self, r, node):
         return (node.path, tuple(r.iters))
 
-    def rv_key(self, r, node):
-        """The rendezvous of this op instance for the group of classes sharing r's unit."""
-        return node.path, tuple(r.iters), self.groups[node.collective][r.index]
-
-    def meet(self, r, node):
-        """Rendezvous of the classes that share the op's unit; True once all of them are here."""
-        key = self.rv_key(r, node)
+    def meet(self, r, node, key):
+        """Rendezvous of the classes that share the op's unit at `key` (execute's); True once all of them are here."""
         rv = self.rendezvous.get(key)
         if rv is None:
             rv = self.rendezvous[key] = _Rendezvous(key[2], self.agents)
         if r.index not in rv.arrived:
+            # The first arrival's join with the zero clock is a copy (clocks never go below 0).
+            rv.acc = join(rv.acc, r.vc) if rv.arrived else list(r.vc)
             rv.arrived.add(r.index)
-            rv.acc = join(rv.acc, r.vc)
             r.rv = key
             if rv.arrived >= rv.expected:
                 rv.done = True
@@ -775,7 +802,12 @@ def _bind(nodes):
             _bind(n.then)
             _bind(n.els)
         else:
-            n.handler = getattr(Model, "op_" + n.kind, _noop)
+            n.handler = _HANDLERS.get(n.kind, _noop)
+            n.run = n.handler if n.collective is None else Model.execute  # what the scheduler calls
+
+
+# op kind -> its Model method (op_<kind>), for the kinds that have one (a table: a getattr that misses raises).
+_HANDLERS = {name[3:]: getattr(Model, name) for name in dir(Model) if name.startswith("op_")}
 
 
 def _writer_roles(ctx):
@@ -817,6 +849,13 @@ def _partner_groups(classes):
     return out
 
 
+# The op kinds whose message has a `barrier` field holding a BarrierRef.
+_BARRIER_REF_KINDS = frozenset(
+    f.name for f in ir_pb2.Op.DESCRIPTOR.oneofs_by_name["kind"].fields
+    if "barrier" in f.message_type.fields_by_name
+    and f.message_type.fields_by_name["barrier"].message_type is ir_pb2.BarrierRef.DESCRIPTOR)
+
+
 def max_trips(ctx):
     """2 * S + 1 for the deepest ring S (pipelines, staged regions, barrier arrays addressed by round)."""
     depth = 1
@@ -825,7 +864,8 @@ def max_trips(ctx):
     for r in ctx.kernel.regions:
         depth = max(depth, r.stages)
     for site in ctx.ops:
-        ref = getattr(site.msg, "barrier", None) if site.msg is not None else None
+        # (only the kinds whose `barrier` is a BarrierRef: a getattr that misses on a message raises)
+        ref = site.msg.barrier if site.kind in _BARRIER_REF_KINDS and site.msg is not None else None
         if isinstance(ref, ir_pb2.BarrierRef) and ref.WhichOneof("slot") == "round":
             b = ctx.barrier(ref.barrier)
             if b is not None:

@@ -9,6 +9,7 @@ from cake.ir.v1 import ir_pb2
 
 from compiler.ir import phases
 from compiler.verify import threads
+from compiler.verify.protocol import slots
 from compiler.verify.protocol.happens_before import Violation, join
 from compiler.verify.report import path_key
 
@@ -28,9 +29,7 @@ class MbarrierSlot:
         self.reset(arrivals, agents)
 
     def copy(self, same):
-        new = MbarrierSlot.__new__(MbarrierSlot)
-        for name in MbarrierSlot.__slots__:  # clocks are replaced, never changed in place: shared
-            setattr(new, name, getattr(self, name))
+        new = _copy_slot(self)  # clocks are replaced, never changed in place: shared
         new.arrives, new.expects, new.loads = list(self.arrives), list(self.expects), list(self.loads)
         new.regions, new.history = set(self.regions), list(self.history)
         new.observed = {c: list(waits) for c, waits in self.observed.items()}
@@ -40,10 +39,13 @@ class MbarrierSlot:
     def reset(self, arrivals, agents):
         self.pending = arrivals
         self.tx = 0  # expected minus delivered bytes
-        self.acc = [0] * agents
+        self.acc = None  # the join of the contributions' clocks (None before the first: the zero clock)
         self.arrives, self.expects, self.loads = [], [], []
         self.expected = 0
         self.regions = set()  # regions the phase's TMA loads wrote
+
+
+_copy_slot = slots.copier(MbarrierSlot)
 
 
 class MbarrierArray:
@@ -168,13 +170,12 @@ class SyncOps:
         """Arrivals and transaction bytes (tx > 0 expected, < 0 delivered, by a load into `region`) to a slot's
         current phase."""
         s = array.slots[index]
-        name = array.decl.name
         if intended is not None and intended < 0:
             raise Violation(
                 "round_skip", node.path,
                 "contributes to completion %d of `%s`[%d] (round %d), before the slot's first: the round this op "
-                "names is negative" % (intended, name, index, intended * array.count + index),
-                (("`%s` is declared here" % name, array.path),),
+                "names is negative" % (intended, array.decl.name, index, intended * array.count + index),
+                (("`%s` is declared here" % array.decl.name, array.path),),
                 "Name the round this op serves: round r >= 0 is completion r / %d of slot r %% %d."
                 % (array.count, array.count),
             )
@@ -186,24 +187,24 @@ class SyncOps:
                         "tx_bytes", expects[-1] if expects else node.path,
                         "expects %d transaction bytes on `%s`[%d] for round completion %d, fewer than its loads "
                         "bring: the phase completed before this round's load of `%s` delivered its %d bytes"
-                        % (expected, name, index, intended, self.kernel.regions[region].name, -tx),
+                        % (expected, array.decl.name, index, intended, self.kernel.regions[region].name, -tx),
                         (("the load that arrives after the phase completed", node.path),
-                         ("`%s` is declared here" % name, array.path)),
+                         ("`%s` is declared here" % array.decl.name, array.path)),
                         "Set expect_tx bytes to the sum of the boxes every load of the round brings (%d more here)."
                         % -tx,
                     )
                 raise Violation(
                     "arrival_count", node.path,
                     "arrives on `%s`[%d] for completion %d, which already completed: more threads arrive per round "
-                    "than its %d arrivals" % (name, index, intended, array.arrivals),
-                    (("`%s` is declared here" % name, array.path),),
+                    "than its %d arrivals" % (array.decl.name, index, intended, array.arrivals),
+                    (("`%s` is declared here" % array.decl.name, array.path),),
                 )
             self.incomplete(array, index, s)
             raise Violation(
                 "round_skip", node.path,
                 "contributes to completion %d of `%s`[%d] (round %d) while completion %d received nothing: the rounds "
-                "this op names skip a completion" % (intended, name, index, intended * array.count + index, s.ph),
-                (("`%s` is declared here" % name, array.path),),
+                "this op names skip a completion" % (intended, array.decl.name, index, intended * array.count + index, s.ph),
+                (("`%s` is declared here" % array.decl.name, array.path),),
                 "Name the round this op serves: round r is completion r / %d of slot r %% %d, and every completion "
                 "needs its arrivals before the next one (no round a lap ahead, none skipped under a branch)."
                 % (array.count, array.count),
@@ -212,8 +213,8 @@ class SyncOps:
             raise Violation(
                 "arrival_count", node.path,
                 "%d threads arrive on `%s`[%d] whose phase needs only %d more of its %d arrivals"
-                % (arrivals, name, index, s.pending, array.arrivals),
-                (("`%s` is declared here" % name, array.path),),
+                % (arrivals, array.decl.name, index, s.pending, array.arrivals),
+                (("`%s` is declared here" % array.decl.name, array.path),),
             )
         s.pending -= arrivals
         s.tx += tx
@@ -225,12 +226,12 @@ class SyncOps:
             s.regions.add(region)
         if arrivals:
             s.arrives.append(node.path)
-        s.acc = join(s.acc, vc)
+        s.acc = join(s.acc, vc) if s.acc is not None else list(vc)
         if s.pending == 0:
             if s.tx < 0:
                 raise Violation(
                     "tx_bytes", (s.expects or [node.path])[-1],
-                    "the loads bring %d bytes more to `%s`[%d] than the phase expects" % (-s.tx, name, index),
+                    "the loads bring %d bytes more to `%s`[%d] than the phase expects" % (-s.tx, array.decl.name, index),
                     self.phase_notes(array, s),
                 )
             if s.tx == 0:
@@ -248,8 +249,8 @@ class SyncOps:
                 (("`%s` is declared here" % array.decl.name, array.path),),
             )
         s.history.append((tuple(s.expects), s.expected, tuple(s.loads), frozenset(s.regions)))
-        s.ph += 1
-        s.last = join(s.last, s.acc)
+        s.last = join(s.last, s.acc) if s.ph else s.acc  # (the first completion's: a copy; clocks are never changed
+        s.ph += 1                                         # in place, so it is shared)
         s.reset(array.arrivals, self.agents)
         self.woken.append(s)
 
@@ -432,8 +433,10 @@ class SyncOps:
         or another thread's, ordered by a release this thread acquired). Else, on hardware, a previous round
         still in flight (async loads complete in any order) leaves the slot's parity at `expect`'s, and the
         wait passes at once on the stale phase."""
-        if any(r.vc[agent] >= time for agent, time in s.observed.get(expect - 1, ())):
-            return
+        vc = r.vc
+        for agent, time in s.observed.get(expect - 1, ()):  # (a loop: any() stopping early raises in its generator)
+            if vc[agent] >= time:
+                return
         rnd = (expect - 1) * array.count + index
         raise Violation(
             "phase_mismatch", node.path,
@@ -447,13 +450,13 @@ class SyncOps:
         )
 
     def named_targets(self, r, node):
-        """[(key, state, name, threads)]: the named barriers an op's class reaches and with how many threads.
+        """[(key, state, threads)]: the named barriers an op's class reaches and with how many threads.
 
         Each barrier of an array is its own hardware barrier; the op's index (unset: 0) picks one. An index
         that reads only `warp` and `warpgroup` of the thread builtins (`wg_done[warpgroup]`) is evaluated
         per warp of the class, so one class spanning several warpgroups reaches each of their barriers."""
-        decl = self.kernel.barriers[node.array]
-        if decl.kind != ir_pb2.BARRIER_KIND_NAMED:
+        decl = node.decl  # (its kind and count, read once: program.py)
+        if not node.is_named:
             raise Violation("kind_mismatch", node.path, "`%s` is not a named barrier" % decl.name)
         if node.index is None:
             shares = {0: r.cls.weight}
@@ -478,7 +481,7 @@ class SyncOps:
                     env["warp"], env["warpgroup"] = saved
                 if key is not None:
                     r.spreads[key] = shares
-        count = max(1, decl.count)
+        count = node.count
         out = []
         for index, threads in shares.items():
             if not 0 <= index < count:
@@ -491,7 +494,7 @@ class SyncOps:
             b = self.named.get(key)
             if b is None:
                 b = self.named[key] = NamedBarrier(decl.arrivals, self.agents)
-            out.append((key, b, self.named_name(key), threads))
+            out.append((key, b, threads))
         return out
 
     def named_name(self, key):
@@ -502,10 +505,11 @@ class SyncOps:
             name = self.named_names[key] = decl.name if max(1, decl.count) == 1 else "%s[%d]" % (decl.name, key[1])
         return name
 
-    def arrive_named(self, b, r, node, weight, name, key=None):
+    def arrive_named(self, b, r, node, weight, key=None):
         """Arrive with `weight` threads on named barrier `b` (`key` (array, index); None for block_sync)."""
         role = r.cls.role_index
         if b.arrived + weight > b.threads:
+            name = self.named_name(key) if key is not None else "block_sync"
             b.who.append((node.path, role, weight))
             raise (self.named_blame(b, key) if key is not None else None) or Violation(
                 "arrival_count", node.path,
@@ -513,15 +517,19 @@ class SyncOps:
                 % (weight, name, b.threads - b.arrived, b.threads),
             )
         b.arrived += weight
-        b.acc = join(b.acc, r.vc)
+        b.acc = join(b.acc, r.vc) if b.who else list(r.vc)  # (the generation's first arrival: a copy of its clock)
         b.who.append((node.path, role, weight))
         gen = b.gen
         if b.arrived == b.threads:
             self.woken.append(b)
             b.released[gen] = b.acc
             b.gen += 1
-            for role, (n, _) in b.shares().items():
-                b.roles[role] = n
+            current = {}  # (shares()' counts, without its paths: each role's most threads in one generation)
+            for _, who, n in b.who:
+                current[who] = current.get(who, 0) + n
+            for who, n in current.items():
+                if who not in b.roles or n > b.roles[who]:
+                    b.roles[who] = n
             b.arrived, b.acc, b.who = 0, [0] * self.agents, []
         return gen
 
@@ -589,8 +597,8 @@ class SyncOps:
     def op_named_barrier_sync(self, r, node):
         if not r.named:  # first attempt: arrive; later attempts only check the generations
             r.tick()
-            for key, b, name, threads in self.named_targets(r, node):
-                r.named[key] = (b, self.arrive_named(b, r, node, threads, name, key))
+            for key, b, threads in self.named_targets(r, node):
+                r.named[key] = (b, self.arrive_named(b, r, node, threads, key))
         for b, gen in r.named.values():
             if b.gen <= gen:
                 r.waits = tuple(b for b, _ in r.named.values())
@@ -598,22 +606,26 @@ class SyncOps:
         # Each generation's release holds this class's clock on arrival, which has not moved since: the first
         # join is a copy.
         for i, (b, gen) in enumerate(r.named.values()):
-            r.vc = list(b.released[gen]) if i == 0 else join(r.vc, b.released[gen])
+            released = b.released[gen]
+            if i == 0:
+                r.vc = list(released)
+            elif released != r.vc:  # (barriers the same classes reached together release one clock)
+                r.vc = join(r.vc, released)
         r.named = {}
         self.peer_syncs[r.index] = r.tick()
         return True
 
     def op_named_barrier_arrive(self, r, node):
         r.tick()
-        for key, b, name, threads in self.named_targets(r, node):
-            self.arrive_named(b, r, node, threads, name, key)
+        for key, b, threads in self.named_targets(r, node):
+            self.arrive_named(b, r, node, threads, key)
         return True
 
     def op_block_sync(self, r, node):
         b = self.block
         if r.sync_reg is None:
             r.tick()
-            r.sync_reg = self.arrive_named(b, r, node, 1, "block_sync")
+            r.sync_reg = self.arrive_named(b, r, node, 1)
         if b.gen <= r.sync_reg:
             r.waits = (b,)
             return False

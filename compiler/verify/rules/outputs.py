@@ -47,7 +47,7 @@ class _Writer:
     def __init__(self, ctx, site, g):
         self.site, self.path, self.param = site, site.path, g.param
         self.role = site.role_index
-        self.coords = [exprs.compile_expr(c) for c in g.coords]
+        self.coords = [exprs.compile_expr(c) for c in g.coords[:]]
         self.conds = [(exprs.compile_expr(c), taken) for c, taken in site.conds if exprs.names(c) & threads.THREAD]
         tile = site.msg.src if site.kind == "tma_store" else site.msg.src_tile
         region = ctx.region(tile.region)
@@ -62,12 +62,13 @@ class _Writer:
             self.unit = operands.HOLDER.get(region.layout, "thread")
         else:
             self.unit = "role"
-        used = set()
+        used, read = set(), set()
         for c, _ in site.conds:
             used |= exprs.names(c)
-        for c in g.coords:
-            used |= exprs.names(c)
-        used &= threads.THREAD
+        for c in g.coords[:]:
+            read |= exprs.names(c)
+        used = (used | read) & threads.THREAD
+        self.thread_coords = bool(read & threads.THREAD)  # else every thread group writes at one origin
         self.grain = "thread" if used & _LANE_LEVEL else "elected" if "elected" in used else "warp"
 
 
@@ -155,7 +156,7 @@ class _Walk:
         plan = self.plans.get(prefix)
         if plan is None:
             plan = self.plans[prefix] = []
-            for j, op in enumerate(ops):
+            for j, op in enumerate(ops[:]):  # (a slice: iterating a protobuf container ends in a raised IndexError)
                 kind = op.WhichOneof("kind")
                 path = "%s[%d].%s" % (prefix, j, kind)
                 if kind == "loop" and path in self.inside:
@@ -202,13 +203,20 @@ class _Walk:
         found, running = [], 0
         groups = self._groups(w, role)
         self._spend(len(groups))
-        param, path, conds, coords = w.param, w.path, w.conds, w.coords
+        param, path, conds, coords, thread_coords, origin = w.param, w.path, w.conds, w.coords, w.thread_coords, None
         for b, first, count in groups:
             env.update(b)  # thread builtins: no loop bound or thread-independent condition reads them
-            if conds and not all(bool(fn(env)) == taken for fn, taken in conds):
-                continue
+            if conds:
+                passed = True
+                for fn, taken in conds:  # (a loop: all() stopping early raises in its generator)
+                    if bool(fn(env)) != taken:
+                        passed = False
+                        break
+                if not passed:
+                    continue
             running += count
-            origin = [fn(env) for fn in coords]
+            if origin is None or thread_coords:  # (coordinates that read no builtin: the first group's)
+                origin = [fn(env) for fn in coords]
             for offsets, copies, unit in _parts(w, b, first, count):
                 if copies == 1:
                     found.append((param, origin, offsets, path, _Who(where, unit)))
@@ -226,29 +234,35 @@ class _Who:
     __slots__ = ("where", "who")
 
     def __init__(self, where, who):
-        self.where, self.who = where, who  # (block label, ((loop var, value), ...)); words, or a thread number
+        self.where, self.who = where, who  # (block label, ((loop var, value), ...)); words, (format, values...) or a
+        # thread number
 
     def __str__(self):
         label, loops = self.where
-        who = self.who if isinstance(self.who, str) else "thread %d" % self.who
+        who = self.who
+        if isinstance(who, tuple):  # _parts' (format, values...), worded here
+            who = who[0] % who[1:]
+        elif not isinstance(who, str):
+            who = "thread %d" % who
         return "%s, %s" % (label + "".join(", %s=%d" % lv for lv in loops), who)
 
 
 def _parts(w, b, first, count):
-    """[(per-dim (start, size) within the tile, copies, who)] that threads [first, first + count) write."""
+    """[(per-dim (start, size) within the tile, copies, who)] that threads [first, first + count) write; who is
+    (format, values...), worded only for a finding (_Who)."""
     whole = w.whole
     warp = b["warp"]
     if w.unit == "warpgroup":
         if count != 32 or not w.shape:
             return []
         rows = operands.WGMMA_WARP_ROWS
-        return [([(rows * (warp % 4), rows)] + whole[1:], 1, "warp %d of warpgroup %d" % (warp, warp // 4))]
+        return [([(rows * (warp % 4), rows)] + whole[1:], 1, ("warp %d of warpgroup %d", warp, warp // 4))]
     if w.unit == "warp":
-        return [(whole, 1, "warp %d" % warp)] if count == 32 else []
+        return [(whole, 1, ("warp %d", warp))] if count == 32 else []
     if w.unit == "row":
-        return [([(first, count)] + whole[1:], 1, "threads %d..%d" % (first, first + count - 1))] if w.shape else []
+        return [([(first, count)] + whole[1:], 1, ("threads %d..%d", first, first + count - 1))] if w.shape else []
     if w.unit in ("thread", "issuer"):
-        return [(whole, count, "thread %d" % first)]
+        return [(whole, count, ("thread %d", first))]
     return [(whole, 1, "its role's threads")]
 
 
@@ -258,13 +272,15 @@ def _box(dims, origin, offsets):
     if lead < 0:
         return None
     box = []
-    for d, size in enumerate(dims):
-        if d < lead:
-            lo, hi = origin[d], origin[d] + 1
-        else:
-            start, extent = offsets[d - lead]
-            lo = origin[d] + start
-            hi = lo + extent
+    for d in range(lead):  # the dimensions the tile does not span: one index each
+        lo, size = origin[d], dims[d]
+        if lo < 0 or lo >= size:
+            return None
+        box.append((lo, lo + 1))
+    for d, (start, extent) in enumerate(offsets, lead):
+        lo = origin[d] + start
+        hi = lo + extent
+        size = dims[d]
         if lo < 0:
             lo = 0
         if hi > size:
@@ -332,10 +348,10 @@ def _param(ctx, name, ws, pieces, env, inputs):
         if box is not None:
             boxes.append((box, path, label))
     cuts = []
-    for d, size in enumerate(dims):
+    per_dim = list(zip(*[b[0] for b in boxes])) if boxes else [()] * len(dims)  # every box's (lo, hi), per dim
+    for size, spans in zip(dims, per_dim):
         edges = {0, size}
-        for b in boxes:
-            edges.update(b[0][d])
+        edges.update(*spans)
         cuts.append(sorted(edges))
     where = [{c: i for i, c in enumerate(axis)} for axis in cuts]
     cells = math.prod(len(axis) - 1 for axis in cuts)

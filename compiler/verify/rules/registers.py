@@ -54,8 +54,8 @@ def register_file(ctx):
 
 
 def _sites(ctx, role_index):
-    """The role's ops as the context walked them, as compiler/ir/fragments.live_peak reads them."""
-    return [(s.path, s.kind, s.msg) for s in ctx.ops if s.role_index == role_index]
+    """The role's ops as the context walked them, with their tiles, as compiler/ir/fragments.live_peak reads them."""
+    return [(s.path, s.kind, s.msg, s.tiles()) for s in ctx.ops if s.role_index == role_index]
 
 
 @rule(

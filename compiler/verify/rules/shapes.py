@@ -30,9 +30,11 @@ class _Tile:
 
 
 def _tile(ctx, site, field):
-    """The op's tile operand `field` (as oprefs.tiles names it), None when its region is not declared."""
-    use = next((u for u in ctx.operands(site) if u.field == field), None)
-    return _Tile(use) if use is not None and use.hit is not None else None
+    """The op's tile operand `field` (as oprefs.tiles names it; its first), None when its region is not declared."""
+    for use in ctx.operands(site):
+        if use.field == field:
+            return _Tile(use) if use.hit is not None else None
+    return None
 
 
 def _without(shape, axis):
@@ -64,7 +66,7 @@ def _elementwise(ctx, site):
     if dst.layout in operands.OPERAND_FRAGMENTS:
         yield Finding(site.path, "%s is an mma.sync operand fragment (packed registers), not elementwise data" % dst)
         return
-    for i, s in enumerate(m.srcs):
+    for i, s in enumerate(m.srcs[:]):  # (a slice: iterating a protobuf container ends in a raised IndexError)
         kind = s.WhichOneof("kind")
         if kind == "coord" and not 0 <= s.coord < len(dst.shape):
             yield Finding(site.path, "coord(%d) of the rank-%d destination %s" % (s.coord, len(dst.shape), dst))

@@ -222,7 +222,7 @@ def _flow(ctx, body, path, state, out, depth=0):
     `state` maps a values region to (how, path) of its last merge since a fill ("lanes"/"warp"), or
     "inserted" after an insertion; loops run twice so a state carried into the next iteration counts.
     """
-    for i, op in enumerate(body):
+    for i, op in enumerate(body[:]):  # (a slice: iterating a protobuf container ends in a raised IndexError)
         kind = op.WhichOneof("kind")
         node = "%s[%d].%s" % (path, i, kind)
         msg = getattr(op, kind) if kind else None
