@@ -178,6 +178,11 @@ class Memory:
         c = self.agent_class[agent] if agent >= 0 else -1
         return c >= 0 and self.weights[c] > 1 and self.peer_syncs[c] < earlier.time
 
+    def _unfenced(self, access, vc):
+        """Whether no fence.proxy.async by `access`'s threads after it is ordered before the clock `vc`."""
+        fence = _first_after(self.proxy_fences[access.cls], access.time)
+        return fence is None or vc[access.agent] < fence
+
     def loc(self, key):
         loc = self.locs.get(key)
         if loc is None:
@@ -221,10 +226,7 @@ class Memory:
                 self._race(ring, path, name, p, "an in-flight cp.async")
         if async_proxy:
             for r in loc.reads:
-                if not r.generic or r.inst == inst or not overlaps(r.box, box):
-                    continue
-                fence = _first_after(self.proxy_fences[r.cls], r.time)
-                if fence is None or vc[r.agent] < fence:
+                if r.generic and r.inst != inst and overlaps(r.box, box) and self._unfenced(r, vc):
                     raise Violation(
                         "proxy_fence_war", r.path,
                         "reads `%s` through the generic proxy, then an async-proxy write (TMA load) refills it without "
@@ -293,10 +295,7 @@ class Memory:
                     + (("`%s` is declared here" % name, "kernel.regions[%d]" % key[0]),),
                 )
             for w in seen:
-                if not w.generic or w.inst == inst:
-                    continue
-                fence = _first_after(self.proxy_fences[w.cls], w.time)
-                if fence is None or vc[w.agent] < fence:
+                if w.generic and w.inst != inst and self._unfenced(w, vc):
                     raise Violation(
                         "proxy_fence", w.path,
                         "writes `%s` through the generic proxy, but an async-proxy read (TMA or tensor core) follows "
