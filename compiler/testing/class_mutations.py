@@ -426,30 +426,30 @@ def _releases_ring(kernel, op):
     return kind == "mbarrier_arrive" and _ring_of(kernel, op.mbarrier_arrive.barrier.barrier, "empty") is not None
 
 
-def _bodies(body):
-    """Every op list of a body, nested ones included."""
-    yield body
-    for op in body:
+def _bodies(kernel):
+    """Every op list of the kernel's roles: each role's body and every loop's and branch's body in it."""
+    for role in kernel.roles:
+        yield role.body
+    for _, op, _, _ in _role_ops(kernel):
         kind = op.WhichOneof("kind")
         if kind == "loop":
-            yield from _bodies(op.loop.body)
+            yield op.loop.body
         elif kind == "branch":
-            yield from _bodies(op.branch.then_body)
-            yield from _bodies(op.branch.else_body)
+            yield op.branch.then_body
+            yield op.branch.else_body
 
 
 def unfenced_release_sites(kernel):
     edits = []
-    for role in kernel.roles:
-        for body in _bodies(role.body):
-            for j in range(len(body) - 1):
-                op, after = body[j], body[j + 1]
-                if op.WhichOneof("kind") != "fence" or op.fence.kind != ir_pb2.FENCE_KIND_PROXY_ASYNC:
-                    continue
-                if after.WhichOneof("kind") == "named_barrier_sync" and j + 2 < len(body):
-                    after = body[j + 2]
-                if _releases_ring(kernel, after):
-                    edits.append(lambda draw, body=body, j=j: body.__delitem__(j))
+    for body in _bodies(kernel):
+        for j in range(len(body) - 1):
+            op, after = body[j], body[j + 1]
+            if op.WhichOneof("kind") != "fence" or op.fence.kind != ir_pb2.FENCE_KIND_PROXY_ASYNC:
+                continue
+            if after.WhichOneof("kind") == "named_barrier_sync" and j + 2 < len(body):
+                after = body[j + 2]
+            if _releases_ring(kernel, after):
+                edits.append(lambda draw, body=body, j=j: body.__delitem__(j))
     return edits
 
 
