@@ -59,6 +59,22 @@ class Skipped(Exception):
     """The model cannot run this kernel (too big, no valid input); the reason goes into a note."""
 
 
+def least_advanced(runners):
+    """(runner, limit): the least advanced class that can move (ties: declaration order) and the op count at
+    which it stops being so (None when no other can move); (None, None) when none can move."""
+    best = holder = None  # the least advanced movable class, and the next one
+    for r in runners:
+        if r.done or r.stuck:
+            continue
+        if best is None or r.count < best.count:
+            best, holder = r, best
+        elif holder is None or r.count < holder.count:
+            holder = r
+    if best is None:
+        return None, None
+    return best, None if holder is None else holder.count + (0 if best.index > holder.index else 1)
+
+
 class ModelResult:
     """What the model found: a Violation or None, the inputs it ran, or why it was skipped."""
 
@@ -410,20 +426,12 @@ class Model(DataOps, SyncOps):
         order), until it is more advanced than the next one (as advanced, when declared after it): `limit` ops
         executed, no budget; under a random schedule, any class that can move, for `budget` ops. None once every
         class finished (and the end checks passed); raises the Violation when some are blocked and none can move."""
-        best = holder = None  # the least advanced movable class, and the next one
-        for r in self.runners:
-            if r.done or r.stuck:
-                continue
-            if best is None or r.count < best.count:
-                best, holder = r, best
-            elif holder is None or r.count < holder.count:
-                holder = r
+        best, limit = least_advanced(self.runners)
         if best is None:
             if all(r.done for r in self.runners):
                 self.finish()
                 return None
             self.diagnose()
-        limit = None if holder is None else holder.count + (0 if best.index > holder.index else 1)
         if self.chooser is not None:  # another interleaving: any class that can move, for a few ops
             r = self.chooser.choice(self.lockstep([x for x in self.runners if not (x.done or x.stuck)]))
             return r, self.chooser.randint(1, 12), limit
@@ -440,19 +448,12 @@ class Model(DataOps, SyncOps):
             if resume is not None:
                 r, budget, limit = runners[resume[0]], None, resume[1]
                 resume = None
-            elif chooser is None:  # pick()'s choice, inline (once per op executed): see pick
-                r = holder = None
-                for x in runners:
-                    if x.done or x.stuck:
-                        continue
-                    if r is None or x.count < r.count:
-                        r, holder = x, r
-                    elif holder is None or x.count < holder.count:
-                        holder = x
+            elif chooser is None:  # pick()'s choice without its end checks (once per op executed)
+                r, limit = least_advanced(runners)
                 if r is None:  # every class finished (pick checks the end) or is blocked (it raises)
                     self.pick()
                     return
-                budget, limit = None, None if holder is None else holder.count + (0 if r.index > holder.index else 1)
+                budget = None
             else:
                 picked = self.pick()
                 if picked is None:
