@@ -82,3 +82,19 @@ def test_empty_kernel_is_diagnosed_not_raised():
     ids = {d.id for d in diags}
     assert {"CAKE-TARGET-001", "CAKE-STRUCT-013", "CAKE-STRUCT-001"} <= ids
     assert registry.INTERNAL_ID not in ids
+
+
+def test_a_huge_role_is_a_resource_error_not_a_walk_over_its_threads():
+    k = ring()
+    k.roles[1].warps = 2**31 - 1  # the outputs check and the model would walk every thread (out of memory)
+    diags = verify(k)
+    assert [(d.id, d.path) for d in diags if d.id == "CAKE-RES-002"] == [("CAKE-RES-002", "kernel.roles[1]")]
+    assert registry.INTERNAL_ID not in {d.id for d in diags}
+
+
+def test_a_loop_of_more_trips_than_sys_maxsize_is_checked_not_raised():
+    k = ring()
+    loop = next(op.loop for op in k.roles[1].body if op.WhichOneof("kind") == "loop")
+    loop.start.int = -2**63  # len() of its range would raise OverflowError
+    ids = {d.id for d in verify(k)}
+    assert registry.INTERNAL_ID not in ids and ids

@@ -212,6 +212,12 @@ class Context:
             return self.limits.threads_per_block_max
         return max(database.limits(t).threads_per_block_max for t in database.target_names())
 
+    @property
+    def block_threads_in_range(self):
+        """Whether the block has 1 to threads_per_block_max threads (CAKE-RES-002 reports it otherwise): checks
+        that walk the block's threads one by one (the protocol model, the outputs check) run only then."""
+        return 0 < self.block_threads <= self.threads_per_block_max
+
     @functools.cached_property
     def nodes(self):
         """(path, message) of every message node of the kernel, in tree order (compiler.ir.paths.walk)."""

@@ -341,7 +341,9 @@ def bounds(loop, env):
         raise Violation("undefined", loop.path, "loop bounds have no value here (%s)" % e)
     if step <= 0:
         raise Violation("undefined", loop.path, "loop step %d is not positive" % step)
-    return range(start, end, step)
+    # No run gets past MAX_STEPS trips (each costs a step), and len() of a range longer than sys.maxsize raises:
+    # the trips past the budget are cut off.
+    return range(start, min(end, start + (MAX_STEPS + 1) * step), step)
 
 
 class Prepared:
@@ -877,7 +879,7 @@ def max_trips(ctx):
 def run(ctx, chooser=None):
     """Model-check the kernel; a ModelResult (violation or clean, scenarios run, or why skipped). `chooser` (a
     random.Random) schedules the classes at random instead: the findings must not depend on the schedule."""
-    if ctx.block_threads > ctx.threads_per_block_max or ctx.block_threads == 0:
+    if not ctx.block_threads_in_range:
         return ModelResult(skipped="the block has %d threads" % ctx.block_threads)
     roles, read = program.compile_roles(ctx)
     classes = []

@@ -395,7 +395,7 @@ def result(ctx):
     if cached is not False:
         return cached
     out = None
-    if not findings.gated(ctx):
+    if not findings.gated(ctx) and ctx.block_threads_in_range:
         try:
             out = _check(ctx)
         except (exprs.ExprError, _GiveUp):  # an undefined bound (CAKE-CONTRACT-009's to report), or too big

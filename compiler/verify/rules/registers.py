@@ -28,7 +28,7 @@ def setmaxnreg_values(ctx):
 
 def _launchable(ctx):
     """Whether the block can launch at all (CAKE-RES-002 reports it otherwise): budgets are moot before."""
-    return ctx.limits is not None and 0 < ctx.block_threads <= ctx.limits.threads_per_block_max
+    return ctx.limits is not None and ctx.block_threads_in_range
 
 
 @rule(
