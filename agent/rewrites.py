@@ -68,7 +68,7 @@ def instr_n(kernel, n):
     for mma in mmas:
         acc = regions.get(mma.acc.region)
         width = acc.shape[-1] if acc is not None and acc.shape else 0
-        if n and (n % 8 or n > 256 or not width or width % n):
+        if n and (n % 16 or n > 256 or not width or width % n):
             raise NotApplicable("N=%d does not tile an accumulator %d wide" % (n, width))
         want = [64, n, 16] if n else []
         if list(mma.instr_shape) != want:

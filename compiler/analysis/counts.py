@@ -280,11 +280,15 @@ class _Walker:
         # One tile op per unit holding an accumulator (each warpgroup's wgmma reads its
         # own operand tiles from shared memory).
         units = tiles.units(acc, role)
+        # Each instruction reads its whole A slab: a wgmma split into instructions of instr_shape's N reads A
+        # once per instruction (lowering, compiler/lower/ops_matrix.py).
+        step = op.instr_shape[1] if family == "wgmma" and len(op.instr_shape) == 3 else 0
+        a_reads = n // step if step > 0 and n % step == 0 else 1
         shared = 0.0
-        for ref in (op.a, op.b):
+        for ref, reads in ((op.a, a_reads), (op.b, 1)):
             region, elems = self._tile(ref, role)
             if region is not None and region.space == ir_pb2.MEMORY_SPACE_SHARED:
-                shared += self._shared_bytes(region, elems) * units
+                shared += self._shared_bytes(region, elems) * units * reads
         key = "mma:%s:%s" % (family, _DTYPE_NAMES.get(dtype, "unspecified"))
         return {key: 2.0 * m * n * (k or 0) * units, "shared": shared}
 

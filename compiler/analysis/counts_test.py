@@ -24,6 +24,15 @@ def test_gemm_block_counts():
     assert c["tma_loads"] == 2 * 512 // 64
 
 
+def test_wgmma_instructions_narrower_than_the_tile_read_a_once_each():
+    k = gemm_sm90a()
+    mma = next(op.mma for op in k.roles[1].body[1].loop.body if op.WhichOneof("kind") == "mma")
+    mma.instr_shape.extend([64, 64, 16])
+    c = _count(k, {"M": 1024, "N": 1024, "K": 512})
+    assert c["mma:wgmma:bf16"] == 2 * 128 * 256 * 512
+    assert c["shared"] == (512 // 64) * 2 * (4 * 64 * 64 + 256 * 64) * 2  # four N=64 instructions per k-step
+
+
 def test_mma_sync_with_ldmatrix_counts_per_warp_fragments():
     c = _count(analysis_kernels.mma_sync_loop(bm=64, bn=64, bk=32, warps=4), {"M": 64, "N": 64, "K": 256})
     k_steps = 256 // 32

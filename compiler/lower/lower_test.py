@@ -86,6 +86,27 @@ def test_wgmma_k_steps_advance_descriptors_by_32_bytes():
         assert "cake_desc_a + %d, cake_desc_b + %d" % (2 * j, 2 * j) in src
 
 
+def test_wgmma_instr_shape_splits_each_k_step_into_instructions_of_its_n():
+    k = gemm_sm90a()
+    mma = next(op.mma for op in k.roles[1].body[1].loop.body if op.WhichOneof("kind") == "mma")
+    mma.instr_shape.extend([64, 128, 16])
+    src = "".join(lower(k).source.split())  # (the writer wraps long calls)
+    assert "m64n256k16" not in src
+    for j in range(4):  # B rows 128.. start 128 rows of 128-byte swizzled rows later: 16384 bytes, 1024 in 16s
+        assert "m64n128k16<0,0>(*reinterpret_cast<float(*)[64]>(&r_acc.d[0]),cake_desc_a+%d,cake_desc_b+%d," % (
+            2 * j, 2 * j) in src
+        assert "m64n128k16<0,0>(*reinterpret_cast<float(*)[64]>(&r_acc.d[64]),cake_desc_a+%d,cake_desc_b+%d," % (
+            2 * j, 1024 + 2 * j) in src
+
+
+def test_a_wgmma_instr_shape_that_does_not_tile_n_is_a_lowering_error():
+    k = gemm_sm90a()
+    mma = next(op.mma for op in k.roles[1].body[1].loop.body if op.WhichOneof("kind") == "mma")
+    mma.instr_shape.extend([64, 96, 16])
+    with pytest.raises(LoweringError, match="instr_shape N=96 does not tile the accumulator's N=256"):
+        lower(k)
+
+
 def test_unlowerable_op_names_its_path():
     k = gemm_sm90a()
     k.regions[2].layout = 1  # accumulator declared per_thread: wgmma cannot use it

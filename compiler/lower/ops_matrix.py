@@ -1,7 +1,7 @@
 """Printers for matrix ops: wgmma (sm_90a), mma.sync (sm_80+), tcgen05 (sm_100a).
 
-An Mma covers a whole tile product; lowering splits it into k16 instructions and
-derives each instruction's operand addresses from the shared tiles' panel layout:
+An Mma covers a whole tile product; lowering splits it into k16 instructions (and, for
+wgmma, into instructions of the Mma's `instr_shape` N when it gives one) and derives each instruction's operand addresses from the shared tiles' panel layout:
 element (r, k) of a K-major [R, C] tile with swizzle span S lives in panel k*es / S at
 byte r*S + (k*es % S) of that panel. wgmma and tcgen05 read operands through matrix
 descriptors (start address, leading/stride byte offsets, swizzle mode); mma.sync reads
@@ -96,6 +96,9 @@ def _wgmma(em, op, path):
             path, "wgmma shapes disagree: A is %dx%d, B is %dx%d, acc is 64x%d" % (a.mn, a.k, b.mn, b.k, n))
     if n % 16 or n > 256:
         raise LoweringError(path, "wgmma N=%d: lowering provides N in 16..256 step 16" % n)
+    step = op.instr_shape[1] if op.instr_shape else n  # each instruction's N (CAKE-STRUCT-025 checks the shape)
+    if n % step or step % 16 or (b.mn_major and step % (b.span // b.sr.esize)):
+        raise LoweringError(path, "wgmma instr_shape N=%d does not tile the accumulator's N=%d" % (step, n))
     for opnd, name in ((a, "a"), (b, "b")):
         if not opnd.span:
             raise LoweringError(path + "." + name, "wgmma operands need a swizzled shared tile (32b, 64b or 128b)")
@@ -116,11 +119,15 @@ def _wgmma(em, op, path):
             w.line("cake::wgmma::fence_operands(%s.d);" % acc.name)
         w.line("cake::wgmma::fence();")
         for j in range(a.k // 16):
-            w.line(
-                "cake::wgmma::mma_%s_m64n%dk16<%d, %d>(%s.d, cake_desc_a + %d, cake_desc_b + %d, %s);"
-                % (dtype, n, int(a.mn_major), int(b.mn_major), acc.name,
-                   a.k_step_offset(j) >> 4, b.k_step_offset(j) >> 4, "cake_scale_d" if j == 0 else "1")
-            )
+            for n0 in range(0, n, step):  # columns n0 .. n0 + step: accumulator registers n0 / 2 .., rows n0 of B
+                d = "%s.d" % acc.name if step == n else "*reinterpret_cast<float(*)[%d]>(&%s.d[%d])" % (
+                    step // 2, acc.name, n0 // 2)
+                b_off = b.k_step_offset(j) + (b.byte_offset(0, n0) if b.mn_major else b.byte_offset(n0, 0))
+                w.line(
+                    "cake::wgmma::mma_%s_m64n%dk16<%d, %d>(%s, cake_desc_a + %d, cake_desc_b + %d, %s);"
+                    % (dtype, step, int(a.mn_major), int(b.mn_major), d,
+                       a.k_step_offset(j) >> 4, b_off >> 4, "cake_scale_d" if j == 0 else "1")
+                )
         w.line("cake::wgmma::commit();")
     if em.inflight is not None:
         em.inflight.append(acc.region.name)

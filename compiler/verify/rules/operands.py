@@ -5,6 +5,7 @@ import functools
 from cake.ir.v1 import ir_pb2
 
 from compiler.ir import oprefs
+from compiler.ir.dtypes import DTYPE_BYTES, SWIZZLE_SPAN
 from compiler.ir.shapes import mma_dims, tile_shape
 from compiler.verify import exprs, threads
 from compiler.verify.context import short
@@ -329,3 +330,46 @@ def mma_shapes(ctx):
             yield Finding(site.path, "tcgen05 computes M = 64 or 128, N in 16..256 by 16, K by %d; here M=%d N=%d K=%d" % (k_step, am, bn, ak))
         elif m.kind == ir_pb2.MMA_KIND_MMA_SYNC and (am % 16 or bn % 8 or ak % k_step):
             yield Finding(site.path, "mma.sync tiles M by 16, N by 8, K by %d; here M=%d N=%d K=%d" % (k_step, am, bn, ak))
+
+
+def _instr_shape_problem(m, dims, b_region):
+    """Why an Mma's instr_shape is not an instruction lowering emits for it, or None."""
+    am, bn, ak, _ = dims
+    shape = list(m.instr_shape)
+    if len(shape) != 3:
+        return "instr_shape %s is not (m, n, k)" % shape
+    if m.kind == ir_pb2.MMA_KIND_WGMMA:
+        im, i_n, ik = shape
+        if im != 64 or ik != 16 or i_n % 16 or not 16 <= i_n <= bn or bn % i_n:
+            return "wgmma instructions are m64 nN k16 with N in 16..256 by 16 dividing the tile's N=%d; got %s" % (bn, shape)
+        span = SWIZZLE_SPAN.get(b_region.swizzle, 0) // DTYPE_BYTES.get(b_region.dtype, 1)
+        if m.b_major == ir_pb2.MAJOR_MN and span and i_n % span:
+            return ("an MN-major B tile swizzled by %d columns starts an instruction only at a whole swizzle span: "
+                    "N=%d is not a multiple of %d" % (span, i_n, span))
+        return None
+    if m.kind == ir_pb2.MMA_KIND_MMA_SYNC:
+        return None if shape == [16, 8, 16] else "mma.sync lowers to m16n8k16 instructions; got %s" % shape
+    if m.kind == ir_pb2.MMA_KIND_TCGEN05:
+        return None if shape == [am, bn, 16] else "tcgen05 lowers the whole tile, m%d n%d k16; got %s" % (am, bn, shape)
+    return None
+
+
+@rule(
+    "CAKE-STRUCT-025", "structure", "error",
+    doc="An MMA's instr_shape, when given, is an instruction lowering emits for it that tiles the op: wgmma (64, N, 16) "
+    "with N in 16..256 by 16 dividing the tile's N (for an MN-major B, a whole number of swizzle spans); mma.sync "
+    "(16, 8, 16); tcgen05 the whole tile (M, N, 16).",
+    fix_hint="Leave instr_shape empty (lowering takes the largest instruction that fits), or give one that divides the tile.",
+)
+def mma_instr_shapes(ctx):
+    for site in ctx.sites("mma"):
+        m = site.msg
+        if not m.instr_shape:
+            continue
+        regions = [ctx.region(ref.region) for ref in (m.a, m.b, m.acc)]
+        if None in regions:
+            continue
+        dims = _mnk(m, *(tile_shape(ref, r) for ref, r in zip((m.a, m.b, m.acc), regions)))
+        problem = dims and _instr_shape_problem(m, dims, regions[1])
+        if problem:
+            yield Finding(site.path + ".instr_shape", problem)

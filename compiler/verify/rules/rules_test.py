@@ -7,9 +7,10 @@ import re
 from cake.ir.v1 import ir_pb2
 
 from compiler.ir.expr import as_expr
+from compiler.ir.paths import walk
 from compiler.testing.verifier_kernels import lapping, ring
 from compiler.verify import RULES, verify
-from kernels.gemm.schedules import gemm_sm100a
+from kernels.gemm.schedules import gemm_sm80, gemm_sm90a, gemm_sm100a
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..")
 
@@ -143,3 +144,20 @@ def test_a_voted_per_thread_insertion_needs_a_warp_merge_after_it():
 
     assert _paths(kernel("thread"), "CAKE-STRUCT-024") == ["kernel.roles[0].body[3].top_k"]  # a re-sort only
     assert "CAKE-STRUCT-024" not in _ids(kernel("warp"))
+
+
+def _mma_sites(k):
+    """(path, Mma) of every mma op of a kernel."""
+    return [(path, node) for path, node in walk(k) if path.endswith(".mma")]
+
+
+def test_instr_shapes_lowering_cannot_emit_are_refused_at_the_field():
+    for build, bad, good in ((gemm_sm90a, [64, 64, 8], [64, 64, 16]), (gemm_sm80, [16, 8, 8], [16, 8, 16]),
+                             (gemm_sm100a, [128, 128, 16], [128, 256, 16])):
+        k = build()
+        (path, mma), = _mma_sites(k)
+        mma.instr_shape.extend(good)
+        assert "CAKE-STRUCT-025" not in _ids(k), build.__name__
+        del mma.instr_shape[:]
+        mma.instr_shape.extend(bad)
+        assert _paths(k, "CAKE-STRUCT-025") == [path + ".instr_shape"], build.__name__
