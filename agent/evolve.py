@@ -33,10 +33,10 @@ from agent.bandit import Bandit
 from agent.compiler_port import PortError, open_port
 from agent.events import EventLog
 from agent.executors import launch
-from agent.learn import calibrate, outer
+from agent.learn import calibrate, live_ranker, outer
 from agent.measure import device
 from agent.repair import RepairMap
-from agent.store import Store
+from agent.store import FILE as STORE_FILE, Store
 from agent.tactics import load as load_tactics
 
 
@@ -77,6 +77,9 @@ def parse_args(argv):
     p.add_argument("--device-seconds", type=float, help="budget: seconds of GPU time (measured runs)")
     p.add_argument("--seed", type=int, default=0, help="random seed of the search")
     p.add_argument("--no-learn", action="store_true", help="skip the outer loop after the run")
+    p.add_argument("--ranker", choices=("on", "off"), default="on",
+                   help="measured runs: order what is measured by the learned ranker (agent/learn/live_ranker.py) "
+                   "once it has rows enough, instead of the analytic prediction alone")
     p.add_argument("--learn-only", action="store_true", help="only run the outer loop over existing runs")
     p.add_argument("--plain", action="store_true", help="plain progress lines even on a terminal")
     launch.add_flags(p)
@@ -185,7 +188,7 @@ def _plan(args, where):
     else:
         run_id = datetime.datetime.now().strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6]
         run_dir = os.path.join(where.runs_root, run_id)
-    db = os.path.join(run_dir, "agent.db")
+    db = os.path.join(run_dir, STORE_FILE)
     resumed = None
     if os.path.exists(db):
         store = Store(db)
@@ -207,7 +210,7 @@ def _plan(args, where):
 def _record(plan):
     """Make the run's directory and database (or open the resumed one); the Store."""
     os.makedirs(plan.run_dir, exist_ok=True)
-    store = Store(os.path.join(plan.run_dir, "agent.db"))
+    store = Store(os.path.join(plan.run_dir, STORE_FILE))
     if plan.resumed is None:
         store.start_run(os.path.basename(plan.run_dir), plan.task.to_json(), plan.config, plan.mode, plan.config["seed"])
     return store
@@ -283,20 +286,26 @@ def _evolve(args, where, kb, plan, store, port, tactics, tactics_version, llm):
                 store.set_meta("peers_timed", True)
             evolver_args = (task, store, events, port, evaluator, tactics, RepairMap.load(kb), bandit, authors,
                             display, settings)
+            ranking = _ranking(args, mode, task, kb, display.message)
             if args.executor == "serial":
                 evolver = loop.Evolver(*evolver_args)
+                evolver.ranking = ranking
                 why = evolver.run()
             else:
                 if evaluator is not None:
                     evaluator.close()  # the measurement workers own the GPUs from here
                 evolver, why = launch.run(args, evolver_args, kb, run_dir, gpu_count(mode, task, args),
-                                          display.message)
+                                          display.message, ranking)
         finally:
             if evaluator is not None:
                 evaluator.close()
         display.close()
         print("stopped: %s" % why, flush=True)
         if not args.no_learn:
+            if mode == loop.MEASURE:
+                kept, version = live_ranker.remember(kb, os.path.join(run_dir, STORE_FILE), port)
+                if kept:
+                    print("learned: the %d measured candidates, for the ranker (ranker.json v%d)" % (kept, version))
             for kind, sig, verdict in outer.learn(where.roots(run_dir), kb, port, store, log=print):
                 print("proposal %s %s: %s" % (kind, "accepted" if verdict.accepted else "refused", verdict.why))
         cuda, note = _best_cuda(port, store, evolver)
@@ -313,6 +322,17 @@ def _evolve(args, where, kb, plan, store, port, tactics, tactics_version, llm):
               % (len(pending), kb.learned, kb.base, promote_command()), flush=True)
     print("report: %s" % path, flush=True)
     return 0
+
+
+def _ranking(args, mode, task, kb, log):
+    """The learned ranker of a measured run (loop.Evolver.ranking), or None (`--ranker off`, or no GPU)."""
+    if mode != loop.MEASURE or args.ranker == "off":
+        return None
+    prior, notes = live_ranker.prior_rows(kb, task.name)
+    for note in notes:
+        log(note)
+    log("learned ranker: %d measured rows of %s in the knowledge, refit as this run measures" % (len(prior), task.name))
+    return live_ranker.LiveRanker(task.name, prior, notes)
 
 
 def promote_command():

@@ -15,6 +15,8 @@ decision, tactic statistics) lives there, so `run` on an existing store resumes.
 
 import dataclasses
 import hashlib
+import json
+import math
 import random
 import time
 
@@ -22,6 +24,7 @@ from agent import bandit as bandit_mod
 from agent import assess, repair as repair_mod, seeds, tactics as tactics_mod
 from agent.authors.base import Context, Parent
 from agent.genome import Genome
+from agent.learn import live_ranker, ranker
 from compiler.ir.hashing import ir_hash
 from compiler.ir.text import parse_kernel, print_kernel
 
@@ -46,6 +49,8 @@ class Evolver:
         self.tactics, self.repairs, self.bandit, self.authors = tactics, repairs, bandit, authors
         self.progress, self.settings = progress, settings
         self._kernels = {}
+        self._features = {}
+        self.ranking = None  # a live_ranker.LiveRanker: the learned ranker orders what is measured (measured runs)
         self._session_start = time.monotonic()
         self._elapsed_before = store.meta("elapsed_s", 0.0)
 
@@ -82,6 +87,24 @@ class Evolver:
         if k is None:
             k = self._kernels[row["id"]] = parse_kernel(row["ir_text"]).kernel
         return k
+
+    def features(self, row):
+        """The learned ranker's features of an analyzed candidate (its analysis' and the verifier's), computed once."""
+        f = self._features.get(row["id"])
+        if f is None:
+            p = self.store.prediction(row["id"])
+            f = self._features[row["id"]] = ranker.summarize(json.loads(p["features"]), p["predicted_s"],
+                                                             self.port.features(self.kernel(row)))
+        return f
+
+    def _measurements(self):
+        """([(row, median seconds)] of the measured candidates, the device they were measured on or None)."""
+        out, device = [], None
+        for row in self.store.candidates("measured"):
+            m = self.store.measurement(row["id"])
+            out.append((row, m["median_s"]))
+            device = device or json.loads(m["detail"] or "{}").get("environment", {}).get("gpu_name")
+        return out, device
 
     def _reward(self, tactic, value):
         self.bandit.update(tactic, value)
@@ -226,12 +249,16 @@ class Evolver:
     def plan(self, analyzed, best):
         """(row, measure?) for analyzed candidates, best predicted first (equal predictions in `tie_order`): the
         `measure_top` best within the margin of the best measured one (`best`: [that row] or []) are measured (the
-        seed always), the rest pruned."""
+        seed always), the rest pruned. With a learned ranker (`ranking`) that has rows enough, its scores order
+        and prune them instead of the analytic predictions."""
         preds = {r["id"]: self.store.prediction(r["id"])["predicted_s"] for r in analyzed}
         bar = None
         if best:
             p = self.store.prediction(best[0]["id"])
             bar = p["predicted_s"] * (1 + self.task.prune_margin) if p else None
+        learned = self._learned_scores(analyzed, best)
+        if learned is not None:
+            preds, bar = learned
         out, measured = [], 0
         for row in sorted(analyzed, key=lambda r: (preds[r["id"]], self.tie_order(r["ir_hash"]))):
             seed = row["tactic"] == "seed"
@@ -239,6 +266,19 @@ class Evolver:
             measured += measure
             out.append((row, measure))
         return out
+
+    def _learned_scores(self, analyzed, best):
+        """(scores, bar) of the learned ranker in plan's terms (lower first; prune above bar: the best measured
+        one's score plus the margin), refit on everything measured so far; None without a ranker or rows enough."""
+        if self.ranking is None:
+            return None
+        measured, device = self._measurements()
+        if not self.ranking.refit(measured, device, self.features):
+            return None
+        scores = self.ranking.scores(list(analyzed) + list(best), self.features)
+        live_ranker.record(self.store, {r["id"]: scores[r["id"]] for r in analyzed}, self.ranking.fits)
+        bar = scores[best[0]["id"]] + math.log1p(self.task.prune_margin) if best else None
+        return scores, bar
 
     def _measure(self, row):
         self.events.emit("assess", id=row["id"], stage="measure")

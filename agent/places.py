@@ -17,6 +17,7 @@ import os
 from compiler import locations
 
 from agent.learn import knowledge
+from agent.store import FILE as STORE_FILE
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RUNS_ROOT_VARIABLE = "CAKE_RUNS_ROOT"
@@ -67,7 +68,7 @@ class Places:
         if not os.path.isdir(self.legacy_root):
             return []
         return sorted(d for d in os.listdir(self.legacy_root)
-                      if os.path.exists(os.path.join(self.legacy_root, d, "agent.db")))
+                      if os.path.exists(os.path.join(self.legacy_root, d, STORE_FILE)))
 
 
 def resolve(runs_root=None, knowledge_dir=None, run_dir=None, environ=None):

@@ -12,7 +12,7 @@ import os
 from agent import bandit as bandit_mod
 from agent import plots
 from agent.genome import Genome
-from agent.learn import ranker
+from agent.learn import live_ranker, ranker
 from agent.progress import failures_text
 
 
@@ -95,6 +95,7 @@ def summary(store, task, mode_line, stop_reason, files=None):
         "peers": {name: {"median_ms": _ms(p["median_s"]) if measured else None, "detail": json.loads(p["detail"])}
                   for name, p in sorted(store.peers().items())},
         "prediction_error": prediction_error(store.predicted_and_measured()),
+        "ranker_error": live_ranker.error(store),
         "curve": curve,
     }
 
@@ -108,6 +109,10 @@ def prediction_error(pairs):
     errors = sorted(abs(math.log(p / m)) for p, m in pairs)
     return {"measured": len(pairs), "spearman": ranker.spearman([p for p, _ in pairs], [m for _, m in pairs]),
             "median_abs_log_error": errors[len(errors) // 2], "distinct_predictions": len({p for p, _ in pairs})}
+
+
+def _rho(value):
+    return "-" if value is None else "%.3f" % value
 
 
 def _tactic_table(bandit):
@@ -143,6 +148,12 @@ def write(run_dir, store, task, mode_line, stop_reason, bandit, cuda=None, cuda_
                           "measured)| %.3f, %d distinct predictions." % (
                               err["measured"], "%.3f" % err["spearman"] if err["spearman"] is not None else "-",
                               err["median_abs_log_error"], err["distinct_predictions"]))
+        learned = live_ranker.error(store)
+        if learned:
+            images.append("Learned ranker (refit %d times as the run measured) against the %d candidates it scored "
+                          "before they were measured: Spearman %s; the cost model on the same candidates: %s." % (
+                              learned["fits"], learned["measured"], _rho(learned["spearman"]),
+                              _rho(learned["analytic_spearman"])))
     else:
         images.append("No predicted-against-measured plot: nothing was measured (%s)." % mode_line)
 

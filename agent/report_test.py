@@ -87,3 +87,12 @@ def test_prediction_error_over_known_pairs():
     assert err["measured"] == 3 and abs(err["spearman"] - 1.0) < 1e-12 and err["distinct_predictions"] == 3
     assert abs(err["median_abs_log_error"] - 0.6931) < 1e-3  # every prediction twice the measured time
     assert report.prediction_error([]) is None
+
+
+def test_a_run_with_the_learned_ranker_reports_it_beside_the_cost_model(tmp_path):
+    from agent.learn import live_ranker
+
+    evolver, why, store, _ = measured_run(tmp_path, ranking=live_ranker.LiveRanker("t", []), evaluations=30)
+    text = open(report.write(str(tmp_path), store, evolver.task, "fake GPU", why, evolver.bandit)).read()
+    assert "Learned ranker (refit %d times as the run measured) against the" % evolver.ranking.fits in text
+    assert json.load(open(os.path.join(str(tmp_path), "summary.json")))["ranker_error"]["fits"] == evolver.ranking.fits

@@ -14,6 +14,8 @@ import json
 import sqlite3
 import time
 
+FILE = "agent.db"  # a run directory's store
+
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
   id TEXT PRIMARY KEY, task TEXT NOT NULL, config TEXT NOT NULL, mode TEXT NOT NULL, seed INTEGER NOT NULL,

@@ -14,7 +14,7 @@ from agent.learn import knowledge
 from agent.measure.fake import FakeEvaluator
 from agent.progress import PlainProgress
 from agent.repair import RepairMap
-from agent.store import Store
+from agent.store import FILE as STORE_FILE, Store
 from agent.tactics import load as load_tactics
 
 
@@ -42,13 +42,14 @@ def small_task(**budget):
     return t.with_budget(**dict({"evaluations": 20, "wall_s": 60.0}, **budget))
 
 
-def measured_run(tmp_path, fail_when=None, authors=None, **budget):
+def measured_run(tmp_path, fail_when=None, authors=None, ranking=None, **budget):
     """Run the loop in measure mode on CPU (lowering-only builds, FakeEvaluator); (evolver, why, store, evaluator).
-    `authors`: (tactics, bandit, fixed) -> the authors (default: the tactic search)."""
+    `authors`: (tactics, bandit, fixed) -> the authors (default: the tactic search); `ranking`: the evolver's
+    learned ranker (a live_ranker.LiveRanker)."""
     task = small_task(**budget)
     tactics, _ = load_tactics(knowledge.PACKAGE_DIR, task.family)
     os.makedirs(str(tmp_path), exist_ok=True)
-    store = Store(str(tmp_path / "agent.db"))
+    store = Store(str(tmp_path / STORE_FILE))
     store.start_run("m", task.to_json(), {"mode_line": "fake"}, loop.MEASURE, 0)
     bandit = Bandit({n: t.weight for n, t in tactics.items()})
     evaluator = FakeEvaluator(task.shapes, task.device, fail_when=fail_when)
@@ -56,6 +57,7 @@ def measured_run(tmp_path, fail_when=None, authors=None, **budget):
                            tactics, RepairMap.load(knowledge.PACKAGE_DIR), bandit,
                            (authors or _search)(tactics, bandit, task.fixed), PlainProgress(io.StringIO()),
                            loop.Settings(mode=loop.MEASURE, seed=0))
+    evolver.ranking = ranking
     return evolver, evolver.run(), store, evaluator
 
 

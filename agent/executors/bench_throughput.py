@@ -22,6 +22,7 @@ import sys
 import tempfile
 import time
 
+from agent.store import FILE as STORE_FILE
 from compiler import host
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -47,7 +48,7 @@ def run_mode(name, workers, evaluations, root, kdir):
     wall = time.monotonic() - t
     if proc.returncode != 0:
         raise RuntimeError("%s failed:\n%s" % (name, (proc.stdout + proc.stderr)[-3000:]))
-    db = sqlite3.connect(os.path.join(run_dir, "agent.db"))
+    db = sqlite3.connect(os.path.join(run_dir, STORE_FILE))
     elapsed = json.loads(db.execute("SELECT value FROM meta WHERE key = 'elapsed_s'").fetchone()[0])
     done = db.execute("SELECT COUNT(*) FROM candidates WHERE fitness_s IS NOT NULL").fetchone()[0]
     checked = db.execute("SELECT COUNT(*) FROM candidates WHERE status != 'pending'").fetchone()[0]

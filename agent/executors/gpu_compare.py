@@ -22,12 +22,14 @@ import subprocess
 import sys
 import time
 
+from agent.store import FILE as STORE_FILE
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TASK = "kmeans-assign-paper"
 
 
 def _summary(run_dir, wall_s):
-    db = sqlite3.connect(os.path.join(run_dir, "agent.db"))
+    db = sqlite3.connect(os.path.join(run_dir, STORE_FILE))
     db.row_factory = sqlite3.Row
     meta = {r["key"]: json.loads(r["value"]) for r in db.execute("SELECT * FROM meta")}
     seed = db.execute("SELECT fitness_s FROM candidates ORDER BY id LIMIT 1").fetchone()["fitness_s"]

@@ -26,8 +26,9 @@ def _positive(args):
             raise SystemExit("--%s must be at least %d, not %d" % (flag, 0 if flag == "window" else 1, value))
 
 
-def run(args, evolver_args, kb, run_dir, gpu_count, log):
-    """(evolver, why it stopped) of a pipelined run; evolver_args as loop.Evolver takes them."""
+def run(args, evolver_args, kb, run_dir, gpu_count, log, ranking=None):
+    """(evolver, why it stopped) of a pipelined run; evolver_args as loop.Evolver takes them, `ranking` its
+    learned ranker (Evolver.ranking)."""
     _positive(args)
     task, settings = evolver_args[0], evolver_args[-1]
     measure = settings.mode == loop.MEASURE
@@ -49,6 +50,7 @@ def run(args, evolver_args, kb, run_dir, gpu_count, log):
         log("%s; window %d" % (executor.describe(), window))
         evolver = Pipeline(*evolver_args, executor=executor, window=window)
         evolver.evaluations_path = results_path
+        evolver.ranking = ranking
         return evolver, evolver.run()
     finally:
         executor.close()

@@ -40,7 +40,7 @@ from agent.learn import knowledge
 from agent.learn.signatures import failure
 from agent.progress import PlainProgress
 from agent.repair import RepairMap
-from agent.store import Store
+from agent.store import FILE as STORE_FILE, Store
 from agent.tactics import load as load_tactics
 
 CPU_PER_GPU = 16
@@ -174,7 +174,7 @@ def simulate(gpus, evaluations, latencies, directory, snapshot_every_commit=Fals
 
     task = task_mod.task(task_mod.DEFAULT_TASK).with_budget(evaluations=evaluations, wall_s=0.0, stale_generations=0)
     tactics, _ = load_tactics(knowledge.PACKAGE_DIR)
-    store = Store(os.path.join(directory, "agent.db"))
+    store = Store(os.path.join(directory, STORE_FILE))
     store.start_run("sim", task.to_json(), {"mode_line": "simulated"}, loop.MEASURE, 0)
     spent = collections.Counter()
     _timed_store(store, spent)

@@ -18,7 +18,7 @@ from agent.learn import knowledge
 from agent.measure.fake import FakeEvaluator
 from agent.progress import PlainProgress
 from agent.repair import RepairMap
-from agent.store import Store
+from agent.store import FILE as STORE_FILE, Store
 from agent.tactics import load as load_tactics
 from agent.testing import lowering_only_port, small_task
 
@@ -31,7 +31,7 @@ def run(directory, mode, executor=None, window=0, workers=2, gpus=2, fake_delay_
     task = small_task(**budget)
     os.makedirs(directory, exist_ok=True)
     tactics, _ = load_tactics(knowledge.PACKAGE_DIR, task.family)  # as evolve loads them: the family's moves too
-    store = Store(os.path.join(directory, "agent.db"))
+    store = Store(os.path.join(directory, STORE_FILE))
     store.start_run("t", task.to_json(), {"mode_line": "test"}, mode, 0)
     bandit = Bandit({n: t.weight for n, t in tactics.items()})
     measure = mode == loop.MEASURE

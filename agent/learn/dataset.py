@@ -57,11 +57,15 @@ def from_store(store_path, port, toolchain=None):
     return rows
 
 
-def write(path, rows):
+def dumps(rows):
+    """The text of a dataset file of `rows` (sorted by task, run, IR hash)."""
     rows = sorted(rows, key=lambda r: (r["task"], r["run"], r["ir_hash"]))
+    return "".join(json.dumps({k: r[k] for k in FIELDS}, sort_keys=True) + "\n" for r in rows)
+
+
+def write(path, rows):
     with open(path, "w") as f:
-        for r in rows:
-            f.write(json.dumps({k: r[k] for k in FIELDS}, sort_keys=True) + "\n")
+        f.write(dumps(rows))
 
 
 def read(path):

@@ -26,7 +26,7 @@ from compiler.ir.text import parse_kernel, print_kernel
 
 from agent.compiler_port import Refused
 from agent.learn import calibrate, gate, knowledge, macros, rules as rules_mod, signatures, weights
-from agent.store import Store
+from agent.store import FILE as STORE_FILE, Store
 
 RULE_STAGES = ("analysis", "build", "runtime")
 MAX_GOOD = 500  # passing candidates a rule must leave valid (plus the whole good corpus)
@@ -34,7 +34,7 @@ MAX_GOOD = 500  # passing candidates a rule must leave valid (plus the whole goo
 
 def run_databases(runs_roots):
     """The agent.db of every run directory directly under each of `runs_roots`."""
-    return sorted(p for root in runs_roots for p in glob.glob(os.path.join(root, "*", "agent.db")))
+    return sorted(p for root in runs_roots for p in glob.glob(os.path.join(root, "*", STORE_FILE)))
 
 
 def _collect(paths):
