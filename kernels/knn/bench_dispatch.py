@@ -115,7 +115,9 @@ def main():
 
     from runtime import distributions
 
-    record = {"host_cost": host_cost(), "build": built}
+    from runtime.environment import machine_record
+
+    record = dict(machine_record(), host_cost=host_cost(), build=built)
     print(json.dumps(record["host_cost"]), flush=True)
     _write(args.out, [], record, len(shapes))
     rows = []

@@ -46,7 +46,7 @@ GRAPHS = os.environ.get("CAKE_KNN_GRAPHS", "1") != "0"
 HERE = os.path.dirname(os.path.abspath(__file__))
 DOMAIN = Domain.load(os.path.join(HERE, "domain.json"))
 TUNING_DIR = os.path.join(HERE, "tuning")
-PREBUILT_HINT = "`bazel build //kernels/knn:search_prebuilt` builds the kernels of the domain's cells and tuned shapes"
+PREBUILT_HINT = "`bazel build //kernels/knn:search_prebuilt` builds the kernels of the domain"
 # Whether torch's current stream is capturing a CUDA graph (the C entry point: no wrapper on the per-call path).
 _capturing = torch._C._cuda_isCurrentStreamCapturing if torch.backends.cuda.is_built() else (lambda: False)
 
