@@ -48,10 +48,13 @@ def _error_name(code):
 
 if hasattr(torch._C, "_cuda_getCurrentRawStream"):
     _raw_stream = torch._C._cuda_getCurrentRawStream
-else:  # builds without CUDA (CPU tests); never reached on a GPU build
+else:  # builds without CUDA (CPU tests, whose launches are stand-ins): the null stream
 
     def _raw_stream(device_index):
-        return torch.cuda.current_stream(device_index).cuda_stream
+        return 0
+
+
+raw_stream = _raw_stream  # raw_stream(device_index): torch's current stream there, as an address (launch_on's stream)
 
 
 class Prepared:
@@ -127,8 +130,15 @@ class FastLaunch:
                 raise ValueError("%s must be a contiguous %s tensor of shape %s, got %s %s"
                                  % (name, dtype, shape, tensor.dtype, tuple(tensor.shape)))
             prepared.late[name].value = tensor.data_ptr()
+        self.launch_on(prepared, _raw_stream(device_index))
+
+    def launch_on(self, prepared, stream, *late_pointers):
+        """Launch `prepared` on `stream` (a raw cudaStream_t: `raw_stream(device_index)`), its late pointers given as
+        addresses in `late`'s order, unchecked: for a caller that allocated those tensors itself, contiguous and
+        of the shapes and dtypes they were prepared with (the per-call path of a search: no Python check)."""
+        for name, address in zip(self.late, late_pointers):
+            prepared.late[name].value = address
         g, b = prepared.grid, prepared.block
-        stream = _raw_stream(device_index)
         code = _driver().cuLaunchKernel(self.function, g[0], g[1], g[2], b[0], b[1], b[2], prepared.shared, stream,
                                         prepared.address, None)
         if code == CUDA_ERROR_INVALID_CONTEXT:  # a thread that never made torch's context current

@@ -112,6 +112,9 @@ class _ContractOnly:
     def launch(self, prepared, device_index, **late):
         pass
 
+    def launch_on(self, prepared, stream, *late_pointers):
+        pass
+
 
 @pytest.mark.parametrize("b, q, m, d, k, metric, exclude_self, dtype", [
     (1, 333, 4097, 128, 10, "l2", False, torch.bfloat16),

@@ -1,17 +1,22 @@
 """Validate the KNN dispatcher on the GPU beside flashlib, on shapes drawn from its domain, and measure host cost.
 
 One run, in this order:
-1. host cost: 1,000 back-to-back calls at a tiny shape (Q 1, M 4096, D 64, k 10), host clock
+1. build: every kernel the drawn shapes run (the ladders' buckets of kernels/knn/plan.py: a few
+   hundred for 400 shapes), in parallel, into the compile cache (`--build-only` does just this,
+   beside other work);
+2. host cost: 1,000 back-to-back calls at a tiny shape (Q 1, M 4096, D 64, k 10), host clock
    (perf_counter around the loop, one synchronize at its end), for KnnIndex.search, knn() and
    flashlib 0.4.0's flash_knn; and the picker alone;
-2. validate: shapes drawn from domain.json (log-uniform per symbol, seeded, under a work
-   cap, none of them a tuning shape), their kernels built ahead in parallel; each checked by
-   the runtime's oracle (normal inputs) and then timed by the runtime's timer (cold L2, CUDA
-   events, median of 10), ours through knn()'s dispatcher (KnnIndex.search for search shapes)
-   and flashlib's flash_knn (L2; cosine through normalised rows) as bench.py times them.
-Rows are written to --out after every shape, so a run stopped at its deadline keeps them.
+3. validate: shapes drawn from domain.json (log-uniform per symbol, seeded, under a work
+   cap, none of them a tuning shape), the kernels' (k <= 32) first, then those of the exact
+   torch path (k > 32); each checked by the runtime's oracle (normal inputs) and then timed by
+   the runtime's timer (cold L2, CUDA events, median of 10), ours through knn()'s dispatcher
+   (KnnIndex.search for search shapes) and flashlib's flash_knn (L2; cosine through normalised
+   rows, which fails its recall check; it has no inner product) as bench.py times them.
+Rows are written to --out after every shape, so a run stopped at its deadline keeps them; the
+summary counts all shapes and the kernels' (k <= 32) apart.
 
-    python3 -m kernels.knn.bench_dispatch --out FILE [--shapes 400] [--deadline-s 150]
+    python3 -m kernels.knn.bench_dispatch --out FILE [--shapes 400] [--deadline-s 150] [--build-only]
 """
 
 import argparse
@@ -25,7 +30,6 @@ from kernels.knn import bench
 WORK_CAP = 1e11  # B Q M D: about 0.4 ms of tensor-core work at our rate
 BYTES_CAP = 2 << 30  # database rows: 2 GiB
 SEED = 14
-BATCH = 16  # shapes whose kernels are built together
 TINY = {"B": 1, "Q": 1, "M": 4096, "D": 64, "k": 10}
 
 
@@ -84,55 +88,84 @@ def host_cost(calls=1000):
     return out
 
 
-def main():
-    import torch
+def kernel_shapes(shapes):
+    """The drawn shapes the kernels run (k <= 32) first, then the exact torch path's, each in drawn order."""
+    from kernels.knn import plan as planner
 
+    return [s for s in shapes if s["k"] <= planner.MAX_K] + [s for s in shapes if s["k"] > planner.MAX_K]
+
+
+def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", required=True)
     ap.add_argument("--shapes", type=int, default=400)
     ap.add_argument("--deadline-s", type=float, default=150)
     ap.add_argument("--workers", type=int, default=16)
+    ap.add_argument("--build-only", action="store_true", help="build the drawn shapes' kernels, measure nothing")
     args = ap.parse_args()
     start = time.time()
-    record = {"host_cost": host_cost()}
-    print(json.dumps(record["host_cost"]), flush=True)
-    shapes = validation_shapes(args.shapes)
-    _write(args.out, [], record, len(shapes))
+    shapes = kernel_shapes(validation_shapes(args.shapes))
+    t0 = time.time()
+    failed = bench.build_all(shapes + [dict(TINY)], args.workers)
+    built = {"seconds": time.time() - t0, "failed": failed}
+    if args.build_only:
+        print(json.dumps(built), flush=True)
+        return
+    import torch
+
     from runtime import distributions
 
+    from runtime.environment import machine_record
+
+    record = dict(machine_record(), host_cost=host_cost(), build=built)
+    print(json.dumps(record["host_cost"]), flush=True)
+    _write(args.out, [], record, len(shapes))
     rows = []
-    for i0 in range(0, len(shapes), BATCH):  # build a batch's kernels in parallel, then measure it
+    for shape in shapes:
         if time.time() - start > args.deadline_s:
             break
-        batch = shapes[i0 : i0 + BATCH]
-        bench.build_all(batch, args.workers)
-        for shape in batch:
-            impls = {"cake": bench.cake_impl(shape)}
-            fl = bench.flashlib_impl(shape)
-            if fl is not None:
-                impls["flashlib"] = fl
-            rows.append(bench.measure(shape, impls, 10, SEED, dists=(distributions.NORMAL,)))
-            torch.cuda.empty_cache()
+        impls = {"cake": bench.cake_impl(shape)}
+        fl = bench.flashlib_impl(shape)
+        if fl is not None:
+            impls["flashlib"] = fl
+        rows.append(bench.measure(shape, impls, 10, SEED, dists=(distributions.NORMAL,)))
+        torch.cuda.empty_cache()
         _write(args.out, rows, record, len(shapes))
     print("%d shapes measured of %d drawn" % (len(rows), len(shapes)), file=sys.stderr)
 
 
-def _write(path, rows, record, drawn):
+def summary(rows):
+    """Speedups over flashlib where both passed the oracle: geometric mean, min, how many below 1.0x; and what kept
+    a row out of the ratio (flashlib has no inner product; its cosine through normalised rows fails the recall check)."""
     import math
+
+    sp = [r["impls"]["cake"]["speedup_vs_flashlib"] for r in rows if "speedup_vs_flashlib" in r["impls"].get("cake", {})]
+    return {"shapes_measured": len(rows), "beside_flashlib": len(sp),
+            "checked": sum(1 for r in rows if r["impls"].get("cake", {}).get("check", {}).get("passed")),
+            "cake_failed_check": sum(1 for r in rows if not r["impls"].get("cake", {}).get("check", {}).get("passed")),
+            "flashlib_absent (ip)": sum(1 for r in rows if "flashlib" not in r["impls"]),
+            "flashlib_failed_check": sum(1 for r in rows if "flashlib" in r["impls"]
+                                         and not r["impls"]["flashlib"].get("check", {}).get("passed")),
+            "geomean_speedup_vs_flashlib": math.exp(sum(math.log(s) for s in sp) / len(sp)) if sp else None,
+            "min_speedup_vs_flashlib": min(sp) if sp else None,
+            "below_1x": sum(1 for s in sp if s < 1.0)}
+
+
+def _write(path, rows, record, drawn):
+    from kernels.knn import plan as planner
 
     for row in rows:
         base = row["impls"].get("flashlib", {})
         cake = row["impls"].get("cake", {})
-        if base.get("check", {}).get("passed") and "median_ms" in base and "median_ms" in cake:
+        if base.get("check", {}).get("passed") and cake.get("check", {}).get("passed") and "median_ms" in base \
+                and "median_ms" in cake:
             cake["speedup_vs_flashlib"] = base["median_ms"] / cake["median_ms"]
-    sp = [r["impls"]["cake"]["speedup_vs_flashlib"] for r in rows if "speedup_vs_flashlib" in r["impls"].get("cake", {})]
-    summary = {"shapes_drawn": drawn, "shapes_measured": len(rows), "beside_flashlib": len(sp),
-               "checked": sum(1 for r in rows if r["impls"].get("cake", {}).get("check", {}).get("passed")),
-               "geomean_speedup_vs_flashlib": math.exp(sum(math.log(s) for s in sp) / len(sp)) if sp else None,
-               "min_speedup_vs_flashlib": min(sp) if sp else None,
-               "below_1x": sum(1 for s in sp if s < 1.0)}
+    summaries = {"all": summary(rows),
+                 "kernels (k <= %d)" % planner.MAX_K: summary([r for r in rows if r["shape"]["k"] <= planner.MAX_K]),
+                 "torch path (k > %d)" % planner.MAX_K: summary([r for r in rows if r["shape"]["k"] > planner.MAX_K])}
     with open(path, "w") as f:
-        json.dump({"machine": dict(record, **summary), "search": rows}, f, indent=1, default=str)
+        json.dump({"machine": dict(record, shapes_drawn=drawn, summary=summaries), "search": rows}, f, indent=1,
+                  default=str)
 
 
 if __name__ == "__main__":

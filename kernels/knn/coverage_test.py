@@ -40,15 +40,21 @@ def _check(b, q, m, d, k, metric="l2"):
         return dispatch.explain(b, q, m, d, k)["path"].startswith("torch")
     rank_d, _ = dispatch.rank_shape(d, torch.bfloat16)
     p, rows, _ = dispatch.choose(b, q, m, rank_d, k)
+    # The kernels are those of the shape's buckets of the ladders (plan.TILE_WIDTHS, plan.LIST_KS); the merge
+    # writes the first KO = k of its lists.
+    assert p.k == planner.list_k(k) and p.kwargs["d"] == planner.tile_width(rank_d)
     score, merge = dispatch.score_builder(p, metric, False, "bf16", bool(rows)), dispatch.merge_builder(
-        k, metric, torch.bfloat16, torch.int32, single=p.single)
-    env = dict(B=b, Q=q, M=m, D=rank_d, S=p.splits, T=p.tiles, P=p.lists_padded, MP=-(-m // 4) * 4)
+        p.k, metric, torch.bfloat16, torch.int32, single=p.single)
+    env = dict(B=b, Q=q, M=m, D=rank_d, S=p.splits, T=p.tiles, P=p.lists_padded, MP=-(-m // 4) * 4, KO=k)
     errors = [_admits(*score, dict(env)), _admits(*merge, dict(env))]
+    fanned = planner.fanin_lists(p.lists_padded)
+    if fanned:
+        errors.append(_admits(*dispatch.fanin_builder(p.k, metric), dict(env, G=fanned)))
     if rows:
         sp = planner.plan(b, q, rows, rank_d, k)
-        senv = dict(B=b, Q=q, M=rows, D=rank_d, S=sp.splits, T=sp.tiles, P=sp.lists_padded, MP=-(-rows // 4) * 4)
+        senv = dict(B=b, Q=q, M=rows, D=rank_d, S=sp.splits, T=sp.tiles, P=sp.lists_padded, MP=-(-rows // 4) * 4, KO=k)
         errors.append(_admits(*dispatch.score_builder(sp, metric, False, "bf16"), senv))
-        errors.append(_admits(*dispatch.merge_builder(k, metric, torch.bfloat16, torch.int32, rescore=False,
+        errors.append(_admits(*dispatch.merge_builder(sp.k, metric, torch.bfloat16, torch.int32, rescore=False,
                                                       single=sp.single), dict(senv)))
     errors = [e for e in errors if e]
     assert not errors, ((b, q, m, d, k), errors)
@@ -90,3 +96,23 @@ def test_every_bucket_corner_runs_on_kernels_whose_contracts_admit_it():
 def test_the_domains_named_cells_are_covered(cell):
     s = cell["shape"]
     assert _check(s["B"], s["Q"], s["M"], s["D"], s["k"], metric="cos")
+
+
+# Each step of the ladders (a feature tile's width, a list's length) and one past it: where a shape moves to the next
+# kernel of the set, at few and many queries, small and large databases.
+LADDER_D = sorted({w + i for w in planner.TILE_WIDTHS for i in (-7, 0, 1)} - {planner.MAX_D + 1})
+LADDER_K = sorted({c + i for c in planner.LIST_KS for i in (0, 1)} - {planner.MAX_K + 1})
+LADDER_BQM = [(1, 1, 1024), (1, 16, 3_000_001), (1, 129, 10_000_000), (4, 333, 65_537), (1, 65_536, 65_536)]
+
+
+@pytest.mark.parametrize("b, q, m", LADDER_BQM)
+def test_every_step_of_the_ladders_runs_on_kernels_whose_contracts_admit_it(b, q, m):
+    for d in LADDER_D:
+        for k in LADDER_K:
+            assert _check(b, q, m, d, k)
+
+
+def test_the_kernel_set_is_the_ladders_product():
+    # The score kernels' widths and lengths are the ladders' (a shape between two steps takes the wider, longer one).
+    assert {planner.tile_width(d) for d in range(8, planner.MAX_D + 1, 8)} == set(planner.TILE_WIDTHS)
+    assert {planner.list_k(k) for k in range(1, planner.MAX_K + 1)} == set(planner.LIST_KS)

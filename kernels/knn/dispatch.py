@@ -34,7 +34,7 @@ from kernels.knn import plan as planner
 from kernels.knn import rows as knn_rows
 from kernels.knn import schedules, torch_path, variants
 from runtime.compiled import CompiledKernelRunner
-from runtime.fast_launch import FastLaunch
+from runtime.fast_launch import FastLaunch, raw_stream
 from runtime.shape_domain import Domain
 from runtime.tuning_db import TuningDB, select, user_path
 
@@ -46,7 +46,7 @@ GRAPHS = os.environ.get("CAKE_KNN_GRAPHS", "1") != "0"
 HERE = os.path.dirname(os.path.abspath(__file__))
 DOMAIN = Domain.load(os.path.join(HERE, "domain.json"))
 TUNING_DIR = os.path.join(HERE, "tuning")
-PREBUILT_HINT = "`bazel build //kernels/knn:search_prebuilt` builds the kernels of the domain's cells and tuned shapes"
+PREBUILT_HINT = "`bazel build //kernels/knn:search_prebuilt` builds the kernels of the domain"
 # Whether torch's current stream is capturing a CUDA graph (the C entry point: no wrapper on the per-call path).
 _capturing = torch._C._cuda_isCurrentStreamCapturing if torch.backends.cuda.is_built() else (lambda: False)
 
@@ -151,15 +151,15 @@ def kernels_for(b, q, m, d, k, metric="l2", exclude_self=False, dtype=torch.bflo
     rank_d, rank_dtype = rank_shape(d, dtype)
     p, rows, _ = choose(b, q, m, rank_d, k, device_index, layout, None, seed, config)
     out = [score_builder(p, metric, exclude_self, DTYPES[rank_dtype], seeded=bool(rows)),
-           merge_builder(k, metric, dtype, index_dtype, single=p.single)]
+           merge_builder(p.k, metric, dtype, index_dtype, single=p.single)]
     fans_in = planner.fanin_lists(p.lists_padded)
     if rows:
         sp, _ = planner.seed_plan(b, q, m, rank_d, k, planner.device_sms(device_index), exclude_self)
         out += [score_builder(sp, metric, exclude_self, DTYPES[rank_dtype]),
-                merge_builder(k, metric, rank_dtype, torch.int32, rescore=False, single=sp.single)]
+                merge_builder(sp.k, metric, rank_dtype, torch.int32, rescore=False, single=sp.single)]
         fans_in = fans_in or planner.fanin_lists(sp.lists_padded)
     if fans_in:
-        out.append(fanin_builder(k, metric))
+        out.append(fanin_builder(p.k, metric))
     return out
 
 
@@ -343,7 +343,7 @@ def autotune(q3, db, k, exclude_self=False, index_dtype=torch.int32, top=4, reps
                            % (b, nq, m, d, k))
     best = variants.BY_NAME[min(times, key=times.get)]
     pick.remember(b, nq, m, rank_d, k, best)
-    db.calls.clear()  # searches prepared before now run the previous choice
+    db.forget()  # searches prepared before now run the previous choice
     _save_user_entry(torch.cuda.get_device_name(index), {"B": b, "Q": nq, "M": m, "D": rank_d, "k": k}, best, times)
     return best.name
 
@@ -355,7 +355,7 @@ class _Score:
     def __init__(self, p, q_rank, rank, col, k, metric, exclude_self, seed=None):
         b, nq = q_rank.shape[0], q_rank.shape[1]
         worst = -math.inf if schedules.largest(metric) else math.inf
-        self.part_v, self.part_i = workspace(b, p.lists, p.lists_padded, nq, k, worst, q_rank.device)
+        self.part_v, self.part_i = workspace(b, p.lists, p.lists_padded, nq, p.k, worst, q_rank.device)
         self.launch = launcher(*score_builder(p, metric, exclude_self, DTYPES[q_rank.dtype], seeded=seed is not None))
         tensors = dict(q=q_rank, x=rank, part_v=self.part_v, part_i=self.part_i)
         if col is not None:
@@ -367,15 +367,15 @@ class _Score:
         self.fanin = None
         fanned = planner.fanin_lists(p.lists_padded)
         if fanned:
-            self.lists_v, self.lists_i = workspace(b, p.lists_padded, fanned, nq, k, worst, q_rank.device, "fanin")
-            self.fanin = launcher(*fanin_builder(k, metric))
+            self.lists_v, self.lists_i = workspace(b, p.lists_padded, fanned, nq, p.k, worst, q_rank.device, "fanin")
+            self.fanin = launcher(*fanin_builder(p.k, metric))
             self.fanin_prepared = self.fanin.prepare(dict(part_v=self.part_v, part_i=self.part_i, out_v=self.lists_v,
                                                           out_i=self.lists_i))
 
-    def run(self, device_index):
-        self.launch.launch(self.prepared, device_index)
+    def run(self, stream):
+        self.launch.launch_on(self.prepared, stream)
         if self.fanin is not None:
-            self.fanin.launch(self.fanin_prepared, device_index)
+            self.fanin.launch_on(self.fanin_prepared, stream)
 
 
 class Call:
@@ -394,7 +394,7 @@ class Call:
         if rows:
             self._prepare_seed(q_rank, db, k, exclude_self, sms)
         self.score = _Score(p, q_rank, db.rank, db.col, k, db.metric, exclude_self, self.seed)
-        self.merge = launcher(*merge_builder(k, db.metric, db.rows.dtype, idx.dtype, single=p.single), late=("dist", "idx"))
+        self.merge = launcher(*merge_builder(p.k, db.metric, db.rows.dtype, idx.dtype, single=p.single), late=("dist", "idx"))
         self.merge_prepared = self.merge.prepare(dict(q=q_rows, x=db.rows, part_v=self.score.lists_v,
                                                       part_i=self.score.lists_i, dist=dist, idx=idx))
 
@@ -409,7 +409,7 @@ class Call:
         # Every buffer a prepared launch points at is held here: a prepared launch keeps addresses, not tensors.
         self.seed_vals = torch.empty((b, nq, k), dtype=torch.float32, device=dev)
         self.seed_idx = torch.empty((b, nq, k), dtype=torch.int32, device=dev)
-        self.seed_merge = launcher(*merge_builder(k, db.metric, q_rank.dtype, torch.int32, rescore=False, single=sp.single))
+        self.seed_merge = launcher(*merge_builder(sp.k, db.metric, q_rank.dtype, torch.int32, rescore=False, single=sp.single))
         self.seed_merge_prepared = self.seed_merge.prepare(dict(q=q_rank, x=rank, part_v=self.seed_score.lists_v,
                                                                 part_i=self.seed_score.lists_i, dist=self.seed_vals,
                                                                 idx=self.seed_idx))
@@ -437,14 +437,14 @@ class Call:
             self.seed.addcmul_(self.x_norm, self.x_norm, value=self._xx)
 
     def _before_merge(self, q_rank, pre):
-        index = self.device_index
+        stream = raw_stream(self.device_index)
         if pre is not None:
             pre()
         if self.seed is not None:
-            self.seed_score.run(index)
-            self.seed_merge.launch(self.seed_merge_prepared, index)
+            self.seed_score.run(stream)
+            self.seed_merge.launch_on(self.seed_merge_prepared, stream)
             self._bound(q_rank)
-        self.score.run(index)
+        self.score.run(stream)
 
     def _capture(self, q_rank, pre):
         """A CUDA graph of everything before the merge (the merge's outputs are the caller's, fresh per call)."""
@@ -475,6 +475,32 @@ class Call:
         self.merge.launch(self.merge_prepared, self.device_index, dist=dist, idx=idx)
         return dist, idx
 
+    def needs_queries(self):
+        """Whether a run reads the queries tensor itself (staged rows, or a seeding pass not yet in a graph): such
+        runs go through `run`; the others may go through `launch_into`."""
+        return self.staged is not None or (self.seed is not None and not self.graph)
+
+    def launch_into(self, dist_ptr, idx_ptr):
+        """`run` on the per-call path of a Call that needs no queries tensor (needs_queries() False, no capture
+        under way): its launches only, the merge's into the caller's fresh dist and idx (given by address,
+        allocated as prepared)."""
+        stream = raw_stream(self.device_index)
+        if self.graph:
+            self.graph.replay()
+        else:
+            self.score.run(stream)
+        self.merge.launch_on(self.merge_prepared, stream, dist_ptr, idx_ptr)
+
+
+def _call_key(q3, k, exclude_self, index_dtype, layout=None, plan=None, seed=None, config=None):
+    return (q3.data_ptr(), tuple(q3.shape), q3.dtype, k, exclude_self, index_dtype, layout, plan, seed, config)
+
+
+def prepared_call(q3, db, k, exclude_self, index_dtype, config=None):
+    """The Call search_into prepared for these queries (a tensor at q3's address and shape) on `db`, or None (k on
+    the torch path, or no search yet): what a caller's per-call path launches (Call.launch_into)."""
+    return db.calls.get(_call_key(q3, k, exclude_self, index_dtype, config=config))
+
 
 _warned = set()
 
@@ -502,13 +528,13 @@ def search_into(q3, db, k, exclude_self, dist, idx, layout=None, plan=None, seed
         if pre is not None:
             pre()
         return torch_path.search_into(knn_rows.rescoring_rows(q3), db, k, exclude_self, dist, idx)
-    key = (q3.data_ptr(), tuple(q3.shape), q3.dtype, k, exclude_self, idx.dtype, layout, plan, seed, config)
+    key = _call_key(q3, k, exclude_self, idx.dtype, layout, plan, seed, config)
     call = db.calls.get(key)
     if call is None:
         staged = None if knn_rows.in_place(q3) else knn_rows.Rows(q3, "q")  # the padded or split queries' buffers
         q_rank, q_rows = (q3, q3) if staged is None else (staged.rank, staged.rows)
         if len(db.calls) >= MAX_CALLS:
-            db.calls.clear()
+            db.forget()
         try:
             call = Call(q_rank, q_rows, db, k, exclude_self, dist, idx, layout, plan, seed, config)
         except RuntimeError as e:  # a kernel that cannot be built or loaded here: the exact torch path, said once

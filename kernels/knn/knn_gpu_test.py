@@ -347,3 +347,30 @@ def test_autotune_measures_the_candidates_once_and_keeps_the_fastest(tmp_path, m
     device = torch.cuda.current_device()
     v, how = dispatch.picker(device).pick(1, 100, 30_000, 64, 6, dispatch.planner.device_sms(device))
     assert how == "autotuned" and v.name == tuned[0]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("m, k", [(5000, 5), (70_000, 13)])  # one pass; seeded (its pass captured in a graph)
+def test_repeated_calls_take_the_per_call_path_to_the_same_answer(m, k):
+    """A repeat of a checked call (same addresses, shapes, options) skips the checks (api._Fast): it gives the first
+    call's answer, unbatched and batched, and knn() still refreshes the norms of a database changed in place."""
+    import torch
+
+    from kernels.knn import api
+
+    q, x = (t[0] for t in _queries_and_rows(37, m, 64, seed=3))
+    index = api.KnnIndex(x)
+    first = index.search(q, k)
+    repeats = [index.search(q, k) for _ in range(3)]
+    assert len(index._db.fast) == 1
+    for got in repeats:
+        assert torch.equal(got[0], first[0]) and torch.equal(got[1], first[1]) and got[1].shape == (37, k)
+    assert torch.equal(index.search(q, k, return_distances=False), first[1])
+    calls = [api.knn(q, x, k) for _ in range(4)]
+    for got in calls:
+        assert torch.equal(got[1], first[1]) and torch.equal(got[0], first[0])
+    x.mul_(0.5).add_(torch.randn_like(x))  # new rows at the same address: their norms are recomputed
+    want = api.KnnIndex(x.clone()).search(q.clone(), k)
+    got = api.knn(q, x, k)
+    assert (got[1] == want[1]).float().mean().item() > 0.999
+    torch.testing.assert_close(got[0], want[0], rtol=1e-6, atol=1e-6)

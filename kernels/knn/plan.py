@@ -42,10 +42,33 @@ class Plan:
     def kwargs(self):
         return dict(self.params)
 
+    @property
+    def k(self):
+        """Entries per partial list (list_k of the problem's k): the workspace's, the fan-in's and the merge's."""
+        return self.kwargs["k"]
+
+
+# The kernel set is finite: a score kernel is built per feature tile width and list length of these ladders, not per
+# shape. TMA zero-fills the features past D in a tile (rows of D % 8 == 0 are read in place), and lists of the next
+# length up hold the k best first (the merge writes the first k: schedules.merge's KO), so every answer stays exact.
+TILE_WIDTHS = (64, 128, 192, 256, 384, 512, 768, 1024)  # wide slabs: 384 in 192s, the rest in 256s (slab_width)
+LIST_KS = (1, 2, 4, 8, 10, 16, 24, 32)  # 10: the most asked-for k, whose tuned variants fit no longer lists
+
 
 def tile_width(d):
-    """Feature tile width of a score kernel for D features: a multiple of 64."""
-    return max(64, -(-d // 64) * 64)
+    """Feature tile width of a score kernel for D (padded) features: the narrowest of TILE_WIDTHS holding them."""
+    for w in TILE_WIDTHS:
+        if d <= w:
+            return w
+    raise ValueError("D=%d is past the widest feature tile (%d)" % (d, TILE_WIDTHS[-1]))
+
+
+def list_k(k):
+    """Entries per list of the kernels for k neighbours: the shortest of LIST_KS holding k."""
+    for c in LIST_KS:
+        if k <= c:
+            return c
+    raise ValueError("k=%d is past the register lists (%d)" % (k, MAX_K))
 
 
 @functools.lru_cache(maxsize=None)
@@ -210,13 +233,15 @@ def seed_plan(b, q, m, d, k, sms=SMS, exclude_self=False):
 
 @functools.lru_cache(maxsize=4096)
 def plan(b, q, m, d, k, layout=None, sms=SMS, seeded=False, rows=None, minima=False):
-    """The Plan for B problems of Q queries and M database rows of D (padded) features, k neighbours.
+    """The Plan for B problems of Q queries and M database rows of D (padded) features, k neighbours
+    (its kernels hold lists of list_k(k) entries, over tiles of tile_width(D) features).
 
     `seeded` plans for lists that start at a bound on each query's k-th score (no warm-up cost
     per range). `rows` (row groups, interleave, block_n) fixes the rows layout's free choices
     (ValueError when they do not fit). `minima` plans the seeding pass's form of the rows kernel (it
     inserts only at the end of a range: no warm-up cost). Cached: a call's planning costs a dictionary lookup.
     """
+    k = list_k(k)
     warm = 0.0 if seeded or minima else WARM_TILES_PER_K * k
     width = tile_width(d)
     cols = cols_params(k, width, seeded) if width <= 256 else None

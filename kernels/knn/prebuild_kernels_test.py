@@ -1,6 +1,7 @@
 """The prebuilt KNN kernels: the list covers what the dispatcher runs for the domain's cells and tuned shapes,
 a store holding a kernel answers with no nvcc, and a kernel compiled here is announced once."""
 
+import random
 import warnings
 
 import pytest
@@ -83,3 +84,33 @@ def test_a_search_of_many_partial_lists_builds_its_fan_in():
     needed = dispatch.kernels_for(1, 128, 10_000_000, 128, 10)
     assert ("merge_fanin", (("k", 10), ("metric", "l2"))) in needed
     assert not any(b == "merge_fanin" for b, _ in dispatch.kernels_for(1, 65536, 65536, 128, 10))  # one list each
+
+
+@pytest.fixture(scope="module")
+def domain():
+    return set(prebuild_kernels.domain_builders())
+
+
+def test_the_domains_kernel_set_is_finite_and_small_enough_to_prebuild(domain):
+    # The count the README gives (kernels/knn/README.md): the ladders' product over layouts, seeding, metrics, dtypes.
+    assert 3000 < len(domain) < 6000, len(domain)
+
+
+def test_shapes_drawn_from_the_domain_need_no_kernel_beyond_the_set(domain):
+    pickers = [dispatch.Picker([db]) for db in prebuild_kernels.tuning_databases()]
+    rng = random.Random(16)
+    shapes = dispatch.DOMAIN.sample(rng, 300, accept=lambda s: s["k"] <= 32 and s["k"] <= s["M"])
+    for s in shapes:
+        b, q, m, d, k = (s[n] for n in "BQMDk")
+        exclude_self = rng.random() < 0.2 and q <= m <= q * 4
+        if exclude_self:
+            m = q
+        dtype = rng.choice(prebuild_kernels.INPUT_DTYPES)
+        if dtype == torch.float32:
+            d = min(d, 336)
+        rank_d = dispatch.rank_shape(d, dtype)[0]
+        configs = {v.name for v, _ in (p.pick(b, q, m, rank_d, k) for p in pickers) if v is not None} | {None}
+        for config in configs:
+            needed = set(dispatch.kernels_for(b, q, m, d, k, rng.choice(prebuild_kernels.METRICS), exclude_self, dtype,
+                                              rng.choice(prebuild_kernels.INDEX_DTYPES), config=config))
+            assert needed <= domain, ((b, q, m, d, k, exclude_self, dtype, config), needed - domain)

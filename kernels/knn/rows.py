@@ -94,7 +94,8 @@ class Database:
     (made on first use) the sample a seeding pass scores and the largest ranking-row norm.
 
     `calls` holds the prepared launches of searches of this database (kernels/knn/dispatch.py),
-    so they live exactly as long as the database does.
+    so they live exactly as long as the database does; `fast` the API's per-call paths onto them
+    (kernels/knn/api.py), dropped with them (`forget`).
     """
 
     def __init__(self, x3, metric):
@@ -116,6 +117,12 @@ class Database:
         self._sample = {}
         self._max_norm = max_norm
         self.calls = {}
+        self.fast = {}
+
+    def forget(self):
+        """Drop the prepared searches and the per-call paths onto them (they are prepared again on next use)."""
+        self.calls.clear()
+        self.fast.clear()
 
     def bind(self, x3):
         """Read the rows of x3 (at the address and shape this database was made for) from now on."""

@@ -439,13 +439,15 @@ def merge(k=10, warps=4, metric="l2", dtype="bf16", index_dtype="i32", rescore=T
     else:
         p_n = kb.symbol("P", min=32, max=1 << 20, doc="partial lists per query, padded to whole warps")
         kb.require(p_n % 32 == 0, "lanes take whole rounds of partial lists (padding lists hold the worst score, index -1)")
-    kk = kb.symbol("k", min=k, max=k, value=k, doc="neighbours per query (the kernel is specialized to it)")
+    kk = kb.symbol("k", min=k, max=k, value=k, doc="entries per partial list (the kernel is specialized to it)")
+    ko = kb.symbol("KO", min=1, max=k, doc="neighbours written per query: the first KO of the k best (a kernel serves "
+                   "every k up to its lists' length)")
     what = {"l2": "||q[b, i] - x[b, j]||^2 (smallest)", "ip": "q[b, i].x[b, j] (largest)",
             "cos": "cos(q[b, i], x[b, j]) (largest)"}[metric]
     kb.contract(
-        math=("(dist[b, i, :], idx[b, i, :]) = the k best j of %s among the entries of part_i[b, :, i, :] ranked by"
+        math=("(dist[b, i, :], idx[b, i, :]) = the KO best j of %s among the entries of part_i[b, :, i, :] ranked by"
               " part_v, rescored exactly in f32 and sorted, ties to the smaller j" % what) if rescore else
-        "(dist[b, i, :], idx[b, i, :]) = the k best entries of the partial lists part_v/part_i[b, :, i, :] by their"
+        "(dist[b, i, :], idx[b, i, :]) = the KO best entries of the partial lists part_v/part_i[b, :, i, :] by their"
         " ranking scores, ties to the smaller index",
         reference="kernels.knn.reference.merge_lists",
         metric="recall",
@@ -455,8 +457,9 @@ def merge(k=10, warps=4, metric="l2", dtype="bf16", index_dtype="i32", rescore=T
     x = kb.tensor("x", dtype, [b, m, dd], doc="database rows")
     part_v = kb.tensor("part_v", "f32", [b, p_n, q_n, kk], doc="partial lists' ranking scores, best first")
     part_i = kb.tensor("part_i", "i32", [b, p_n, q_n, kk], doc="partial lists' database rows (-1: empty entry)")
-    dist = kb.tensor("dist", "f32", [b, q_n, kk], access="write", doc="exact scores of the neighbours, best first")
-    idx = kb.tensor("idx", index_dtype, [b, q_n, kk], access="write", doc="database rows of the neighbours")
+    # KO <= k: lane 0's copy of its k sorted entries writes the first KO (the copy is bounds-checked per element).
+    dist = kb.tensor("dist", "f32", [b, q_n, ko], access="write", doc="exact scores of the neighbours, best first")
+    idx = kb.tensor("idx", index_dtype, [b, q_n, ko], access="write", doc="database rows of the neighbours")
     kb.grid(ceil_div(q_n, warps), b)
     best_v = kb.registers("best_v", "f32", [k], layout="per_thread", owner="main")
     best_i = kb.registers("best_i", "i32", [k], layout="per_thread", owner="main")

@@ -150,6 +150,8 @@ def test_the_fan_in_verifies_clean_and_keeps_its_lists_in_registers(target, metr
 def test_seeded_rows_kernels_vote_against_each_threads_own_kth_entry():
     p = plan.plan(1, 128, 10_000_000, 128, 10, seeded=True)
     seeded = lower(schedules.rows_sm90a(seeded=True, **p.kwargs)).source
-    assert "cake::topk::threshold<" not in seeded and "cake_thr[0] = r_best_v[9];" in seeded
+    last = p.k - 1  # lists of plan.list_k(10) entries
+    assert "cake::topk::threshold<" not in seeded and "cake_thr[0] = r_best_v[%d];" % last in seeded
     # Lists that start empty (all-pairs) fill, and a quad's threshold prunes more than a thread's own.
-    assert "cake::topk::threshold<false, 1, 4>(r_best_v[9], r_best_v[2])" in lower(schedules.rows_sm90a(**p.kwargs)).source
+    assert "cake::topk::threshold<false, 1, 4>(r_best_v[%d], r_best_v[2])" % last in lower(
+        schedules.rows_sm90a(**p.kwargs)).source
