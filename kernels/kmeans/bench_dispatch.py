@@ -154,9 +154,9 @@ def forced(variant):
     return lambda outputs, inputs: api.assign_into(inputs[0], inputs[1], outputs[0], config=variant.name)
 
 
-def time_variants(shape, candidates, env, log):
+def time_variants(shape, candidates, env, log, config=None):
     """{variant name: median ms} of each of `candidates` at `shape` whose timed outputs verified (the runtime's
-    timer: cold L2, CUDA events); a variant that fails is logged and left out."""
+    timer: cold L2, CUDA events; `config`, else timing_config(shape)); a variant that fails is logged and left out."""
     from kernels.kmeans.contract import assign_contract
     from runtime.timing import time_kernel
 
@@ -164,7 +164,7 @@ def time_variants(shape, candidates, env, log):
     times = {}
     for v in candidates:
         try:
-            t = time_kernel(contract, forced(v), timing_config(shape), environment_record=env)
+            t = time_kernel(contract, forced(v), config or timing_config(shape), environment_record=env)
         except Exception as e:  # noqa: BLE001  (one variant's failure costs only its entry)
             log("tune %s %s: %s" % (shape, v.name, e))
             continue
