@@ -18,14 +18,14 @@ One run, in this order:
    timed at both shapes by runtime.timing.time_kernel (cold L2, CUDA events, median of
    TUNE_TIMING, outputs verified). The winner has the smallest geometric mean of its
    times over the fastest at each shape; the entry it replaces stays under "earlier";
-2. re-time: the winner of every other entry of tuning/h200.json and h200_rest.json at
+2. profile: ncu on the worst shape of the last validation (B 4, N 3700989, K 100, D 16)
+   with the earlier winner and the new one, written beside the result;
+3. re-time: the winner of every other entry of tuning/h200.json and h200_rest.json at
    its shape, once (the entries were timed before the release fence, CAKE-DATA-011),
-   recorded as the entry's "after_fence" until --deadline-s;
-3. profile: ncu on the worst shape of the last validation (B 4, N 3700989, K 100, D 16)
-   with the earlier winner and the new one, written beside the result.
+   recorded as the entry's "after_fence" until --deadline-s, cheapest first.
 The result file is benchmarks/results/kmeans_narrow_h200.json.
 
-    python3 -m kernels.kmeans.tune_narrow --out-dir $OUT [--tune-s 50] [--deadline-s 80]
+    python3 -m kernels.kmeans.tune_narrow --out-dir $OUT [--tune-s 45] [--deadline-s 80]
 """
 
 import argparse
@@ -167,7 +167,7 @@ def profile(out_dir, names, timeout):
     """ncu's speed-of-light and warp-state sections of `names` at WORST (a subprocess, cut at `timeout`)."""
     report = os.path.join(out_dir, "kmeans_narrow_ncu.txt")
     cmd = ["ncu", "-k", "regex:kmeans_assign", "-c", str(len(names)), "--section", "SpeedOfLight", "--section",
-           "WarpStateStats", "--section", "MemoryWorkloadAnalysis", "--section", "LaunchStats", "--section", "Occupancy",
+           "WarpStateStats", "--section", "MemoryWorkloadAnalysis",
            sys.executable, "-m", "kernels.kmeans.tune_narrow", "--launch"] + names
     try:
         with open(report, "w") as f:
@@ -196,9 +196,9 @@ def main():
         return launch_once(sys.argv[2:])
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out-dir", required=True)
-    ap.add_argument("--tune-s", type=float, default=50.0)
+    ap.add_argument("--tune-s", type=float, default=45.0)
     ap.add_argument("--deadline-s", type=float, default=80.0)
-    ap.add_argument("--profile-s", type=float, default=25.0)
+    ap.add_argument("--profile-s", type=float, default=20.0)
     args = ap.parse_args()
     t_start = time.time()
 
@@ -220,16 +220,17 @@ def main():
     log("%d buckets to tune, %d timings planned" % (len(items), sum(len(i[2]) * len(i[3]) for i in items)))
     tuned = tune(dbs, items, env, t_start + args.tune_s, log)
     t_tuned = time.time()
-    retimed = retime(dbs, {r["bucket"] for r in tuned}, env, t_start + args.deadline_s - args.profile_s, log)
+    worst = dispatch.bucket_key(WORST["B"], WORST["N"], WORST["K"], WORST["D"])
+    row = next((r for r in tuned if r["bucket"] == worst), None)
+    names = [n for n in ((row or {}).get("earlier"), (row or {}).get("variant")) if n]
+    report = profile(args.out_dir, list(dict.fromkeys(names)), args.profile_s) if names else None
+    log("profiled %s" % names)
+    retimed = retime(dbs, {r["bucket"] for r in tuned}, env, t_start + args.deadline_s, log)
     for name, db in dbs.items():
         db.made.setdefault("later", []).append(
             {"by": "kernels/kmeans/tune_narrow.py", "how": __doc__.split("1. ")[1].split("The result")[0].strip(),
              "date": env["date"], "commit": env.get("cake_commit"), "buckets_tuned": len(tuned), **retimed})
         db.save(os.path.join(args.out_dir, name))
-    worst = dispatch.bucket_key(WORST["B"], WORST["N"], WORST["K"], WORST["D"])
-    row = next((r for r in tuned if r["bucket"] == worst), None)
-    names = [n for n in ((row or {}).get("earlier"), (row or {}).get("variant")) if n]
-    report = profile(args.out_dir, list(dict.fromkeys(names)), args.profile_s) if names else None
     gains = [r["speedup_over_earlier"] for r in tuned if "speedup_over_earlier" in r]
     result = {"machine": env, "how": __doc__.split("One run, in this order:")[1].split("The result")[0].strip(),
               "summary": {"buckets_planned": len(items), "buckets_tuned": len(tuned),
