@@ -38,8 +38,8 @@ K_TILES = (32, 64, 128, 256)
 CONSUMERS = (1, 2, 4)
 DTYPES = ("bf16", "f16")
 SMALL_D = (16, 32)  # the feature tiles with the small-D extension below
-SMALL_K_TILES = (16, 48, 80, 96, 112)  # one row block per consumer, two or four consumers
-ROWS = {2: (16, 32, 64, 96, 128), 4: (16, 32, 64)}  # rows per consumer -> centroid tiles (two or four consumers)
+SMALL_K_TILES = (96,)  # one row block per consumer, two or four consumers (c_sq stages: whole 128 B, for TMA)
+ROWS = {2: (32, 64, 96, 128), 4: (32, 64)}  # rows per consumer -> centroid tiles (two or four consumers)
 
 
 @dataclasses.dataclass(frozen=True, order=True)
