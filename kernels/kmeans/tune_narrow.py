@@ -7,8 +7,9 @@ per consumer and centroid tiles of 16 and 48-112 on the 16- and 32-wide feature 
 One run, in this order:
 1. tune: every bucket of the 16- and 32-wide feature tiles with K <= 256 and B*N from
    2^18 to 2^26 (the R6, R7, R5, R4 buckets in that order), at two shapes inside it
-   (B = 1, B*N at the bucket's geometric centre, K at a quarter and at three quarters
-   of the bucket's log range: the representative K sits on a tile edge, where half the
+   (B = 1, B*N at the bucket's geometric centre, or a quarter of its log range where the
+   centre is over bench_dispatch's caps, K at a quarter and at three quarters of the
+   bucket's log range: the representative K sits on a tile edge, where half the
    bucket's shapes are not). Candidates: the bucket's entry, and per class of consumers
    and rows (4x1, 4x2, 4x4, 2x2, 2x4) the centroid tile that fits each shape's K best
    (fewest padded centroids, a pass counted as 16 of them). The cost model does not
@@ -25,7 +26,7 @@ One run, in this order:
    recorded as the entry's "after_fence" until --deadline-s, cheapest first.
 The result file is benchmarks/results/kmeans_narrow_h200.json.
 
-    python3 -m kernels.kmeans.tune_narrow --out-dir $OUT [--tune-s 45] [--deadline-s 80]
+    python3 -m kernels.kmeans.tune_narrow --out-dir $OUT [--tune-s 45] [--deadline-s 80] [--buckets D1/K0/R7,...]
 """
 
 import argparse
@@ -49,14 +50,18 @@ TUNE_TIMING = dict(warmup=2, reps=5, input_sets=1)  # the tuner's ranking, not a
 
 
 def bucket_shapes(di, ki, ri):
-    """Two shapes inside bucket (di, ki, ri): B = 1, B*N at the centre, K at 1/4 and 3/4 of the log range."""
+    """Two shapes inside bucket (di, ki, ri): B = 1, K at 1/4 and 3/4 of the log range, B*N at the centre, or at
+    1/4 of its log range where the centre is over bench_dispatch's caps (those bound the validation's shapes)."""
     k_lo, k_hi = dispatch.DOMAIN.bucket_range("K", ki)
     k_lo = max(k_lo, dispatch.DOMAIN.symbols["K"][0])
+    r_lo, r_hi = dispatch.DOMAIN.bucket_range("B*N", ri)
     rep = dispatch.representative(di, ki, ri)
     out = []
     for q in (0.25, 0.75):
         k = max(k_lo, min(k_hi, round(k_lo * (k_hi / k_lo) ** q)))
         shape = dict(rep, K=k)
+        if not bench_dispatch.in_caps(shape):
+            shape["N"] = round(r_lo * (r_hi / r_lo) ** 0.25)
         if shape not in out:
             out.append(shape)
     return out
@@ -80,13 +85,15 @@ def candidates(incumbent, shapes):
     return out
 
 
-def plan(dbs):
-    """(key, database name or None, shapes, candidates) per bucket to tune, in R_ORDER."""
+def plan(dbs, only=None):
+    """(key, database name or None, shapes, candidates) per bucket to tune (those of `only` if given), in R_ORDER."""
     out = []
     for ri in R_ORDER:
         for di in D_INDICES:
             for ki in K_INDICES:
                 key = "D%d/K%d/R%d" % (di, ki, ri)
+                if only and key not in only:
+                    continue
                 shapes = bucket_shapes(di, ki, ri)
                 if not all(bench_dispatch.in_caps(s) for s in shapes):
                     continue
@@ -198,7 +205,10 @@ def main():
     ap.add_argument("--out-dir", required=True)
     ap.add_argument("--tune-s", type=float, default=45.0)
     ap.add_argument("--deadline-s", type=float, default=80.0)
-    ap.add_argument("--profile-s", type=float, default=20.0)
+    ap.add_argument("--profile-s", type=float, default=20.0, help="0: no profile")
+    ap.add_argument("--buckets", default="", help="comma-separated keys: tune only these")
+    ap.add_argument("--no-retime", action="store_true")
+    ap.add_argument("--install", action="store_true", help="also write the databases into kernels/kmeans/tuning")
     args = ap.parse_args()
     t_start = time.time()
 
@@ -216,21 +226,23 @@ def main():
 
     env = machine_record()
     dbs = {name: TuningDB.load(os.path.join(dispatch.TUNING_DIR, name)) for name in DATABASES}
-    items = plan(dbs)
+    items = plan(dbs, set(filter(None, args.buckets.split(","))))
     log("%d buckets to tune, %d timings planned" % (len(items), sum(len(i[2]) * len(i[3]) for i in items)))
     tuned = tune(dbs, items, env, t_start + args.tune_s, log)
     t_tuned = time.time()
     worst = dispatch.bucket_key(WORST["B"], WORST["N"], WORST["K"], WORST["D"])
     row = next((r for r in tuned if r["bucket"] == worst), None)
     names = [n for n in ((row or {}).get("earlier"), (row or {}).get("variant")) if n]
-    report = profile(args.out_dir, list(dict.fromkeys(names)), args.profile_s) if names else None
-    log("profiled %s" % names)
-    retimed = retime(dbs, {r["bucket"] for r in tuned}, env, t_start + args.deadline_s, log)
+    report = profile(args.out_dir, list(dict.fromkeys(names)), args.profile_s) if names and args.profile_s > 0 else None
+    log("profiled %s" % (names if report else None))
+    retimed = {} if args.no_retime else retime(dbs, {r["bucket"] for r in tuned}, env, t_start + args.deadline_s, log)
     for name, db in dbs.items():
         db.made.setdefault("later", []).append(
             {"by": "kernels/kmeans/tune_narrow.py", "how": __doc__.split("1. ")[1].split("The result")[0].strip(),
              "date": env["date"], "commit": env.get("cake_commit"), "buckets_tuned": len(tuned), **retimed})
         db.save(os.path.join(args.out_dir, name))
+        if args.install:
+            db.save(os.path.join(dispatch.TUNING_DIR, name))
     gains = [r["speedup_over_earlier"] for r in tuned if "speedup_over_earlier" in r]
     result = {"machine": env, "how": __doc__.split("One run, in this order:")[1].split("The result")[0].strip(),
               "summary": {"buckets_planned": len(items), "buckets_tuned": len(tuned),
