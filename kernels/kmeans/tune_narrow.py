@@ -3,7 +3,7 @@
 Where flashlib stayed ahead (benchmarks/results/kmeans_cover_blocks_h200.json: D <= 32,
 K <= 128, millions of points) the family had one 64-point row block per consumer and
 centroid tiles of 32, 64 and 128 only; variants.py now adds rows of 2 and 4 row blocks
-per consumer and centroid tiles of 16 and 48-112 on the 16- and 32-wide feature tiles.
+per consumer and 96-wide centroid tiles on the 16- and 32-wide feature tiles.
 One run, in this order:
 1. tune: every bucket of the 16- and 32-wide feature tiles with K <= 256 and B*N from
    2^18 to 2^26 (the R6, R7, R5, R4 buckets in that order), at two shapes inside it

@@ -13,8 +13,11 @@ Every variant is `tuned.assign_sm90a_tuned` at one parameter set:
 - `rows`, row blocks of 64 points per consumer (1, 2, 4; tuned.py): only on the narrow
   feature tiles (SMALL_D), where a tile's wgmma and epilogue are short and each
   consumer's serial chain per tile is the limit (docs/gpu_runs.md, 2026-12-02).
-The narrow feature tiles also take the centroid tiles of SMALL_K_TILES (16 for K <= 16,
-and 48-112 so that K between the family's tiles does not pay for the next power of two).
+The narrow feature tiles also take the centroid tiles of SMALL_K_TILES (96, so that K of
+65-96 does not pay for 128). Centroid tiles are multiples of 32: a stage of c_sq (4 bytes a
+centroid) is a TMA destination and must start 128-byte aligned, and the 16-, 48-, 80- and
+112-wide tiles faulted on the H200 (misaligned address; lowering aligns unswizzled stages
+to 16 bytes, and neither the verifier nor `fits` checks it).
 A variant fits when the compiler finds its kernel fits the block (compiler/targets/fits.py,
 what the verifier checks): lowering's shared-memory layout within the target's per-block
 limit, and every consumer's live fragments within its register budget (with four
