@@ -16,8 +16,13 @@ One run, in this order:
 3. host cost: 1,000 back-to-back calls at a tiny shape, host clock, ours and flashlib's.
 Rows are appended to --out as they finish (JSON lines) and gathered into the result
 file (benchmarks/results/kmeans_dispatch_h200.json's layout) at the end or the deadline.
+With --tune-s 0 step 1 is skipped and the committed databases (tuning/*.json) are
+validated; no shape any of their entries was timed at (nor any bucket's representative)
+is drawn. The fallback-path shapes (D % 8 != 0, D > 256) go first. --compile-only only
+compiles flashlib's kernels for the shapes (its Triton cache then holds them) and exits:
+a run can do that beside the GPU tests.
 
-    python3 -m kernels.kmeans.bench_dispatch --out-dir $OUT [--shapes 440] [--deadline-s 170]
+    python3 -m kernels.kmeans.bench_dispatch --out-dir $OUT [--shapes 440] [--deadline-s 170] [--tune-s 0]
 """
 
 import argparse
@@ -64,12 +69,29 @@ def tuning_plan():
     return [(key, shape) for key, shape in dispatch.kernel_buckets() if in_caps(shape)]
 
 
+def database_shapes():
+    """Every shape an entry of the committed tuning databases was timed at (its shape and any others it lists)."""
+    from kernels.kmeans import dispatch
+
+    out = []
+    for f in sorted(os.listdir(dispatch.TUNING_DIR)):
+        path = os.path.join(dispatch.TUNING_DIR, f)
+        if not f.endswith(".json") or path == dispatch.CANDIDATES:
+            continue
+        with open(path) as fh:
+            for entry in json.load(fh)["entries"].values():
+                for s in [entry["shape"]] + list(entry.get("shapes", ())):
+                    out.append((None, {k: s[k] for k in ("B", "N", "K", "D")}))
+    return out
+
+
 def validation_shapes(count, tuned):
-    """`count` kernel-path shapes (D a multiple of 8 up to 256) from the domain, none of them a tuning shape."""
+    """`count` kernel-path shapes (D a multiple of 8 up to 256) from the domain, none of them a tuning shape
+    (`tuned`: (key, shape) pairs)."""
     from kernels.kmeans import dispatch
 
     rng = random.Random(SEED)
-    seen = {tuple(sorted(s.items())) for _, s in tuned}
+    seen = {tuple(sorted((k, v) for k, v in s.items() if k != "dtype")) for _, s in tuned}
 
     def accept(s):
         return s["D"] % 8 == 0 and s["D"] <= 256 and in_caps(s) and tuple(sorted((k, v) for k, v in s.items() if k != "dtype")) not in seen
@@ -112,6 +134,7 @@ def _flashlib_compile(shapes):
         except Exception as e:  # noqa: BLE001  (the main process meets the same error and records it)
             print("flashlib compile %s: %s" % (s, e), file=sys.stderr)
         del x, c, out
+        torch.cuda.empty_cache()  # twelve workers' cached blocks left the oracle 21 of 140 GiB (B 118 K 79992)
     return done
 
 
@@ -123,11 +146,16 @@ def start_flashlib_compiles(shapes, workers):
 
 
 def timing_config(shape):
+    """Fewer reps (and one input set) as a shape's work grows: its spread shrinks, and its inputs and reference
+    dominate the time a shape takes (the validation's throughput)."""
     from runtime.timing import TimingConfig
 
     f = flops(shape)
-    reps = 20 if f < 2e9 else 10 if f < 5e10 else 6
-    return TimingConfig(warmup=3, reps=reps, input_sets=2)
+    if f < 2e9:
+        return TimingConfig(warmup=3, reps=15, input_sets=2)
+    if f < 5e10:
+        return TimingConfig(warmup=2, reps=8, input_sets=2)
+    return TimingConfig(warmup=2, reps=5, input_sets=1)
 
 
 def write_candidates(path=None, top=3):
@@ -154,9 +182,9 @@ def forced(variant):
     return lambda outputs, inputs: api.assign_into(inputs[0], inputs[1], outputs[0], config=variant.name)
 
 
-def time_variants(shape, candidates, env, log):
+def time_variants(shape, candidates, env, log, config=None):
     """{variant name: median ms} of each of `candidates` at `shape` whose timed outputs verified (the runtime's
-    timer: cold L2, CUDA events); a variant that fails is logged and left out."""
+    timer: cold L2, CUDA events; `config`, else timing_config(shape)); a variant that fails is logged and left out."""
     from kernels.kmeans.contract import assign_contract
     from runtime.timing import time_kernel
 
@@ -164,7 +192,7 @@ def time_variants(shape, candidates, env, log):
     times = {}
     for v in candidates:
         try:
-            t = time_kernel(contract, forced(v), timing_config(shape), environment_record=env)
+            t = time_kernel(contract, forced(v), config or timing_config(shape), environment_record=env)
         except Exception as e:  # noqa: BLE001  (one variant's failure costs only its entry)
             log("tune %s %s: %s" % (shape, v.name, e))
             continue
@@ -297,10 +325,20 @@ def main():
     ap.add_argument("--deadline-s", type=float, default=170.0)
     ap.add_argument("--tune-s", type=float, default=45.0)
     ap.add_argument("--workers", type=int, default=12)
+    ap.add_argument("--compile-only", action="store_true", help="compile flashlib's kernels for the shapes, then exit")
     args = ap.parse_args()
     t_start = time.time()
     deadline = t_start + args.deadline_s
     os.makedirs(args.out_dir, exist_ok=True)
+    tuned = tuning_plan() + (database_shapes() if args.tune_s <= 0 else [])
+    shapes = validation_shapes(args.shapes, tuned)
+    fallback = fallback_shapes()
+    host_shape = {"B": 1, "N": 1024, "K": 16, "D": 32, "dtype": "bf16"}
+    if args.compile_only:
+        pool, pending = start_flashlib_compiles(fallback + shapes + [host_shape], args.workers)
+        print("flashlib: compiled %d shapes in %.1f s" % (sum(pending.get()), time.time() - t_start), flush=True)
+        pool.terminate()
+        return
     rows_path = os.path.join(args.out_dir, "kmeans_dispatch_rows.jsonl")
     log_file = open(os.path.join(args.out_dir, "kmeans_dispatch.log"), "a")
 
@@ -310,11 +348,7 @@ def main():
         log_file.write(line + "\n")
         log_file.flush()
 
-    tuned = tuning_plan()
-    shapes = validation_shapes(args.shapes, tuned)
-    fallback = fallback_shapes()
-    host_shape = {"B": 1, "N": 1024, "K": 16, "D": 32, "dtype": "bf16"}
-    pool, pending = start_flashlib_compiles(shapes + fallback + [host_shape], args.workers)
+    pool, pending = start_flashlib_compiles(fallback + shapes + [host_shape], args.workers)
     log("flashlib compiles started: %d shapes on %d workers" % (len(shapes) + len(fallback), args.workers))
 
     import torch
@@ -330,13 +364,18 @@ def main():
                                                 "; missing (JIT): %s" % missing[:5] if missing else ""))
     env = environment.machine_record()
     log("machine: %s" % json.dumps(env))
-    db = tune(env, min(deadline, time.time() + args.tune_s), log)
-    db_path = os.path.join(dispatch.TUNING_DIR, "h200.json")
-    db.save(db_path)
-    db.save(os.path.join(args.out_dir, "kmeans_tuning_h200.json"))
-    dispatch._pickers.clear()
-    dispatch._states.clear()
-    log("tuned %d buckets; database at %s" % (len(db.entries), db_path))
+    if args.tune_s > 0:
+        db = tune(env, min(deadline, time.time() + args.tune_s), log)
+        db_path = os.path.join(dispatch.TUNING_DIR, "h200.json")
+        db.save(db_path)
+        db.save(os.path.join(args.out_dir, "kmeans_tuning_h200.json"))
+        dispatch._pickers.clear()
+        dispatch._states.clear()
+        log("tuned %d buckets; database at %s" % (len(db.entries), db_path))
+        tuning_how = db.made["how"]
+    else:
+        tuning_how = "the committed databases (kernels/kmeans/tuning/*.json, each with how it was made); none of " \
+                     "the %d shapes their entries and the buckets' representatives stand for was drawn" % len(tuned)
 
     # No wait: the workers take the shapes in validation order, ahead of the main process;
     # one it reaches first it compiles itself (Triton's cache makes the two compiles agree).
@@ -345,10 +384,13 @@ def main():
     rows = []
     fns = impls()
     with open(rows_path, "w") as rows_file:
-        for i, shape in enumerate(shapes + fallback):
+        for i, shape in enumerate(fallback + shapes):
             if time.time() > deadline - 12:
                 log("validation: deadline reached after %d shapes" % i)
                 break
+            if pool is not None and pending.ready():
+                pool.terminate()  # the workers' CUDA contexts hold GPU memory the largest shapes' checks need
+                pool = None
             path = dispatch.explain(shape)
             row = measure(shape, fns, env)
             row.update(path)
@@ -361,21 +403,28 @@ def main():
             if i % 20 == 0:
                 log("%d/%d %s %s" % (i, len(shapes) + len(fallback), shape, row.get("speedup_vs_flashlib")))
     log("flashlib compiles %s" % ("finished: %d" % sum(pending.get()) if pending.ready() else "unfinished"))
-    pool.terminate()  # before the host-clock measurement: no other process on the CPUs
+    if pool is not None:
+        pool.terminate()  # before the host-clock measurement: no other process on the CPUs
     host = host_cost()
     log("host: %s" % json.dumps(host))
     kernel_rows = [r for r in rows if r["set"].startswith("kernel") and "speedup_vs_flashlib" in r
                    and all(e.get("check", {}).get("passed") for e in r["impls"].values())]
+    slow = [r for r in kernel_rows if r["impls"]["flashlib"]["median_ms"] >= 0.2]
     summary = {
+        "shapes_planned": len(shapes) + len(fallback),
         "shapes_measured": len(rows),
         "kernel_path_shapes_compared": len(kernel_rows),
         **versus_flashlib(kernel_rows, rows, tuple(fns)),
+        "fallback_paths": [{"shape": r["shape"], "path": r.get("path"),
+                            "passed": all(e.get("check", {}).get("passed") for e in r["impls"].values()),
+                            "speedup_vs_flashlib": r.get("speedup_vs_flashlib")} for r in rows if r["set"] == "fallback paths"],
+        "where_flashlib_takes_at_least_0.2ms": {"shapes": len(slow), **versus_flashlib(slow, [], ())},
         "device_seconds_in_script": time.time() - t_start,
     }
     log("summary: %s" % json.dumps(summary))
     result = {
         "machine": env,
-        "how": {"tuning": db.made["how"], "validation": __doc__.split("2. ")[1].split("3. ")[0].strip(),
+        "how": {"tuning": tuning_how, "validation": __doc__.split("2. ")[1].split("3. ")[0].strip(),
                 "work_cap_flops": WORK_CAP_FLOPS, "bytes_cap": BYTES_CAP, "seed": SEED,
                 "norms": "cake computes ||c||^2 once per centroid tensor and version (reps reuse it); flashlib "
                          "computes c_sq inside every call, as its default does"},

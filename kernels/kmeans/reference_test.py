@@ -23,6 +23,14 @@ def test_assign_matches_brute_force_nearest_centroid():
     assert labels.tolist() == want.tolist()  # no near-ties in this draw: fp32 agrees
 
 
+def test_assign_bounds_its_scores_by_chunking_over_problems_and_rows(monkeypatch):
+    x, c, _ = _data(B=5, N=37, K=7)
+    want = ref.assign(x, c, dtype=torch.float64)
+    for budget in (7, 30, 7 * 37 * 2):  # one row of one problem, a few rows, two whole problems
+        monkeypatch.setattr(ref, "_SCORE_ELEMENTS", budget)
+        assert ref.assign(x, c, dtype=torch.float64).tolist() == want.tolist()
+
+
 def test_assign_breaks_ties_toward_the_smallest_index_and_uses_given_c_sq():
     x, c, _ = _data(B=1, N=9, K=4)
     c[0, 3] = c[0, 1]  # centroids 1 and 3 coincide: 1 must win

@@ -13,6 +13,12 @@ finish before the next starts, this one is written for the H200's limits:
 - Any N, K and D <= d: TMA zero-fills rows and features past the tensors' ends and the
   label store is bounds-checked; the caller pads c_sq to KP (a multiple of block_k)
   with +inf, so padded centroids (zero rows) score +inf and never win.
+- `rows` row blocks of 64 points per consumer (each its own accumulator): at small D and
+  K a tile's wgmma and epilogue are short, and each consumer's serial chain per tile
+  (wait, wgmma, arg-min, fence, release) is paid once for `rows` of them; their wgmma
+  are issued back to back and retired by one wait, so none is in flight during an
+  epilogue. Points are loaded in TMA boxes of at most 256 rows (the box limit), one
+  shared region per box, group g = j * consumers + w of consumer w's j-th row block.
 """
 
 import math
@@ -25,9 +31,14 @@ from kernels.gemm.idioms import init_barriers, swizzle_for
 INF = math.inf
 
 
+MAX_BOX_ROWS = 256  # TMA boxes hold at most 256 elements per dimension
+
+
 def assign_sm90a_tuned(d=128, block_k=128, stages=3, x_stages=2, consumers=4, dtype="bf16",
-                       name="kmeans_assign_sm90a_tuned"):
-    block_n = 64 * consumers
+                       name="kmeans_assign_sm90a_tuned", rows=1):
+    block_n = 64 * consumers * rows
+    box_rows = min(block_n, MAX_BOX_ROWS)
+    boxes = block_n // box_rows
     kb = KernelBuilder(name, target="sm_90a")
     b_sym = kb.symbol("B", min=1, max=1 << 16, doc="independent problems")
     n = kb.symbol("N", min=1, max=1 << 26, doc="points per problem")
@@ -51,20 +62,25 @@ def assign_sm90a_tuned(d=128, block_k=128, stages=3, x_stages=2, consumers=4, dt
     kb.persistent(min_blocks_per_sm=1)
 
     swizzle = swizzle_for(d, dtype)
-    s_x = kb.shared("sX", dtype, [block_n, d], stages=x_stages, swizzle=swizzle)
+    # One region per TMA box of points (named sX, sX1, sX2, ... so rows=1 builds the kernel it always did).
+    s_xs = [kb.shared("sX%s" % (p or ""), dtype, [box_rows, d], stages=x_stages, swizzle=swizzle) for p in range(boxes)]
     s_c = kb.shared("sC", dtype, [block_k, d], stages=stages, swizzle=swizzle)
     s_q = kb.shared("sCsq", "f32", [block_k], stages=stages)
-    acc = kb.registers("acc", "f32", [64, block_k], layout="wgmma_acc", owner="mma")
-    best_v = kb.registers("best_v", "f32", [64], layout="wgmma_rows", owner="mma")
-    best_i = kb.registers("best_i", "i32", [64], layout="wgmma_rows", owner="mma")
-    x_bytes = kb.tile_bytes(s_x)
+
+    def per_row(name, dtype_, shape, layout):
+        return [kb.registers(name + ("%d" % j if j else ""), dtype_, shape, layout=layout, owner="mma") for j in range(rows)]
+
+    accs = per_row("acc", "f32", [64, block_k], "wgmma_acc")
+    best_vs = per_row("best_v", "f32", [64], "wgmma_rows")
+    best_is = per_row("best_i", "i32", [64], "wgmma_rows")
+    x_bytes = kb.tile_bytes(*s_xs)
     tile_bytes = kb.tile_bytes(s_c, s_q)
     x_full = kb.mbarrier("x_full", arrivals=1, count=x_stages, tx_bytes=x_bytes)
     x_empty = kb.mbarrier("x_empty", arrivals=consumers, count=x_stages)
     full = kb.mbarrier("full", arrivals=1, count=stages, tx_bytes=tile_bytes)
     empty = kb.mbarrier("empty", arrivals=consumers, count=stages)
     wg_done = kb.named_barrier("wg_done", threads=128, count=consumers)
-    kb.pipeline("x_ring", x_stages, x_full, x_empty, [s_x], producer="load", consumers=["mma"])
+    kb.pipeline("x_ring", x_stages, x_full, x_empty, s_xs, producer="load", consumers=["mma"])
     kb.pipeline("c_ring", stages, full, empty, [s_c, s_q], producer="load", consumers=["mma"])
 
     row_blocks = ceil_div(n, block_n)
@@ -81,7 +97,8 @@ def assign_sm90a_tuned(d=128, block_k=128, stages=3, x_stages=2, consumers=4, dt
                 bi, n0 = tile // row_blocks, (tile % row_blocks) * block_n
                 r.wait(x_empty.round(it))
                 r.expect_tx(x_full.round(it), x_bytes)
-                r.tma_load(x[bi, n0, 0], s_x[it % x_stages], x_full.round(it))
+                for p, s_x in enumerate(s_xs):
+                    r.tma_load(x[bi, n0 + p * box_rows if p else n0, 0], s_x[it % x_stages], x_full.round(it))
                 with r.loop("k", 0, k_tiles) as k:
                     rnd = it * k_tiles + k
                     r.wait(empty.round(rnd))
@@ -94,27 +111,40 @@ def assign_sm90a_tuned(d=128, block_k=128, stages=3, x_stages=2, consumers=4, dt
         leader = (r.warp % 4 == 0) & r.elected
         with r.tiles("tile", b_sym * row_blocks, counter="it") as (tile, it):
             bi, n0 = tile // row_blocks, (tile % row_blocks) * block_n
-            r.fill(best_v.all, INF)
-            r.fill(best_i.all, 0)
+            groups_per_box = box_rows // 64
+            # Consumer w's j-th row block: group j * consumers + w, in box (j * consumers) // groups_per_box (static:
+            # consumers divides groups_per_box or is a multiple of it).
+            xs, row0 = [], []
+            for j in range(rows):
+                g0 = j * consumers
+                box, first = divmod(g0, groups_per_box)
+                row0.append(n0 + r.warpgroup * 64 + g0 * 64 if g0 else n0 + r.warpgroup * 64)
+                start = r.warpgroup * 64 + first * 64 if first else r.warpgroup * 64
+                xs.append(s_xs[box].tile(it % x_stages, window=[(start, 64), (0, d)]))
+                r.fill(best_vs[j].all, INF)
+                r.fill(best_is[j].all, 0)
             r.wait(x_full.round(it))
-            xs = s_x.tile(it % x_stages, window=[(r.warpgroup * 64, 64), (0, d)])
             with r.loop("k", 0, k_tiles) as k:
                 rnd = it * k_tiles + k
                 r.wait(full.round(rnd))
-                r.mma("wgmma", xs, s_c[rnd % stages], acc.all, accumulate=0)
+                for j in range(rows):
+                    r.mma("wgmma", xs[j], s_c[rnd % stages], accs[j].all, accumulate=0)
                 r.mma_wait(0)
                 with r.if_((k == k_tiles - 1) & leader):
                     r.arrive(x_empty.round(it))  # no more wgmma reads this row block's points
-                r.ew("fma", acc.all, acc.all, -2.0, s_q[rnd % stages])
-                r.arg_reduce("argmin", acc.all, 1, k * block_k, best_v.all, best_i.all, "thread", accumulate=True)
+                for j in range(rows):
+                    r.ew("fma", accs[j].all, accs[j].all, -2.0, s_q[rnd % stages])
+                    r.arg_reduce("argmin", accs[j].all, 1, k * block_k, best_vs[j].all, best_is[j].all, "thread",
+                                 accumulate=True)
                 # This warpgroup's wgmma and every thread's c_sq reads of the slot are done, the reads ordered
                 # before the TMA refill (ld.shared, then an async-proxy write: CAKE-DATA-011).
                 r.fence("proxy_async")
                 r.named_sync(wg_done, index=r.warpgroup)
                 with r.if_(leader):
                     r.arrive(empty.round(rnd))
-            r.arg_reduce("argmin", best_v.all, 1, 0, best_v.all, best_i.all, "lanes", accumulate=True)
-            r.copy(best_i.all, labels[bi, n0 + r.warpgroup * 64])
+            for j in range(rows):
+                r.arg_reduce("argmin", best_vs[j].all, 1, 0, best_vs[j].all, best_is[j].all, "lanes", accumulate=True)
+                r.copy(best_is[j].all, labels[bi, row0[j]])
     return kb.build()
 
 

@@ -1,4 +1,5 @@
-"""The tuned kernels the KMeans API runs verify clean (no diagnostic at all): every dispatch variant and the sorted update."""
+"""The tuned kernels the KMeans API runs verify clean (no diagnostic at all): every dispatch variant and the sorted
+update; row blocks and centroid tiles keep to what TMA takes."""
 
 import pytest
 
@@ -20,3 +21,17 @@ def test_every_dispatch_variant_verifies(variant):
 @pytest.mark.parametrize("d", [64, 128, 256])
 def test_sorted_update_verifies(d, dtype):
     _clean(tuned.update_sorted(d=d, dtype=dtype))
+
+
+def test_row_blocks_split_the_points_into_tma_boxes_of_at_most_256_rows():
+    k = tuned.assign_sm90a_tuned(d=16, block_k=32, consumers=4, rows=4, stages=4, x_stages=2)
+    boxes = [r for r in k.regions if r.name.startswith("sX")]
+    assert [r.name for r in boxes] == ["sX", "sX1", "sX2", "sX3"]
+    assert all(list(r.shape) == [256, 16] for r in boxes)
+    assert sum(r.name.startswith("acc") for r in k.regions) == 4
+    _clean(k)
+
+
+def test_every_variants_centroid_norm_stages_are_whole_128_byte_tma_destinations():
+    # 16-, 48-, 80- and 112-wide tiles (64 to 448 bytes of c_sq a stage) faulted on the H200: misaligned address.
+    assert all(4 * v.block_k % 128 == 0 for v in variants.VARIANTS)

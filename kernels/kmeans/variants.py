@@ -10,6 +10,14 @@ Every variant is `tuned.assign_sm90a_tuned` at one parameter set:
   spread small problems over more SMs; more share each centroid tile's L2 traffic.
 - `stages` and `x_stages`, the centroid ring and the double-buffered points: the deepest
   rings that fit (not searched).
+- `rows`, row blocks of 64 points per consumer (1, 2, 4; tuned.py): only on the narrow
+  feature tiles (SMALL_D), where a tile's wgmma and epilogue are short and each
+  consumer's serial chain per tile is the limit (docs/gpu_runs.md, 2026-12-02).
+The narrow feature tiles also take the centroid tiles of SMALL_K_TILES (96, so that K of
+65-96 does not pay for 128). Centroid tiles are multiples of 32: a stage of c_sq (4 bytes a
+centroid) is a TMA destination and must start 128-byte aligned, and the 16-, 48-, 80- and
+112-wide tiles faulted on the H200 (misaligned address; lowering aligns unswizzled stages
+to 16 bytes, and neither the verifier nor `fits` checks it).
 A variant fits when the compiler finds its kernel fits the block (compiler/targets/fits.py,
 what the verifier checks): lowering's shared-memory layout within the target's per-block
 limit, and every consumer's live fragments within its register budget (with four
@@ -32,6 +40,9 @@ D_TILES = (16, 32, 64, 128, 256)
 K_TILES = (32, 64, 128, 256)
 CONSUMERS = (1, 2, 4)
 DTYPES = ("bf16", "f16")
+SMALL_D = (16, 32)  # the feature tiles with the small-D extension below
+SMALL_K_TILES = (96,)  # one row block per consumer, two or four consumers (c_sq stages: whole 128 B, for TMA)
+ROWS = {2: (32, 64, 96, 128), 4: (32, 64)}  # rows per consumer -> centroid tiles (two or four consumers)
 
 
 @dataclasses.dataclass(frozen=True, order=True)
@@ -41,17 +52,20 @@ class AssignVariant:
     consumers: int
     stages: int
     x_stages: int
+    rows: int = 1
 
     @property
     def name(self):
-        return "d%d_k%d_c%d_s%d_x%d" % (self.d, self.block_k, self.consumers, self.stages, self.x_stages)
+        base = "d%d_k%d_c%d_s%d_x%d" % (self.d, self.block_k, self.consumers, self.stages, self.x_stages)
+        return base + ("_r%d" % self.rows if self.rows > 1 else "")
 
     @property
     def block_n(self):
-        return 64 * self.consumers
+        return 64 * self.consumers * self.rows
 
     def params(self):
-        return dict(d=self.d, block_k=self.block_k, consumers=self.consumers, stages=self.stages, x_stages=self.x_stages)
+        return dict(d=self.d, block_k=self.block_k, consumers=self.consumers, stages=self.stages, x_stages=self.x_stages,
+                    rows=self.rows)
 
     def kernel(self, dtype="bf16"):
         """The IR kernel (a cake.ir.v1.Kernel) of this variant for `dtype` ("bf16" or "f16")."""
@@ -71,10 +85,10 @@ def fits(variant):
     return block_fits.fits(tuned.assign_sm90a_tuned(**variant.params()))  # bf16; f16 takes the same bytes and registers
 
 
-def make(d, block_k, consumers):
-    """The variant at (d, block_k, consumers) with the deepest rings that fit, or None if none fits."""
+def make(d, block_k, consumers, rows=1):
+    """The variant at (d, block_k, consumers, rows) with the deepest rings that fit, or None if none fits."""
     for stages, x_stages in ((4, 2), (3, 2), (3, 1), (2, 1)):
-        v = AssignVariant(d, block_k, consumers, stages, x_stages)
+        v = AssignVariant(d, block_k, consumers, stages, x_stages, rows)
         if fits(v):
             return v
     return None
@@ -86,6 +100,15 @@ def _family():
         for consumers in CONSUMERS:
             for block_k in K_TILES:
                 v = make(d, block_k, consumers)
+                if v is not None:
+                    out.append(v)
+    # The small-D extension (after the base family, whose order the tuning databases' neighbours never depend on).
+    for d in SMALL_D:
+        for consumers in (2, 4):
+            shapes = [(block_k, 1) for block_k in SMALL_K_TILES]
+            shapes += [(block_k, rows) for rows, tiles in sorted(ROWS.items()) for block_k in tiles]
+            for block_k, rows in shapes:
+                v = make(d, block_k, consumers, rows)
                 if v is not None:
                     out.append(v)
     return tuple(out)
