@@ -5,7 +5,10 @@ In order, from offset 0 of the (1024-byte aligned) dynamic shared memory:
 - shared regions in declaration order, each starting 1024-byte aligned (the 128B
   swizzle repeats every 8 rows of 128 bytes, and TMA and wgmma address the pattern
   from the tile base), with `stages` stages of `stage_bytes`: the tile's bytes
-  rounded up to 1024 when swizzled (so every stage stays aligned), else to 16;
+  rounded up to 1024 when swizzled (so every stage stays aligned), else to 128 when
+  a TMA copy reads or writes the region (cp.async.bulk.tensor takes a 128-byte
+  aligned shared address: a 64-byte stage faults with "misaligned address" on the
+  H200), else to 16;
 - per tensor-memory region, a 16-byte slot where tcgen05.alloc writes its address;
 - per role that solves into registers (a tri_solve whose x is a register region),
   an f32 scratch tile, 16-byte aligned, as large as its largest such x [rows, cols]:
@@ -31,6 +34,7 @@ from cake.ir.v1 import ir_pb2
 from compiler.ir.dtypes import DTYPE_BYTES, SWIZZLE_SPAN
 
 TILE_ALIGN = 1024
+TMA_ALIGN = 128
 UNSWIZZLED_ALIGN = 16
 MBARRIER_BYTES = 8
 TMEM_SLOT_BYTES = 16
@@ -99,9 +103,23 @@ def tile_bytes(region):
     return math.prod(max(0, d) for d in region.shape) * DTYPE_BYTES.get(region.dtype, 0)
 
 
-def stage_bytes(region):
-    """Bytes one stage of a shared region occupies (its tile's bytes, padded as the module doc says)."""
-    return align(tile_bytes(region), TILE_ALIGN if region.swizzle else UNSWIZZLED_ALIGN)
+def stage_bytes(region, tma=False):
+    """Bytes one stage of a shared region occupies (its tile's bytes, padded as the module doc says); `tma`: a
+    TMA copy reads or writes the region."""
+    return align(tile_bytes(region), TILE_ALIGN if region.swizzle else TMA_ALIGN if tma else UNSWIZZLED_ALIGN)
+
+
+def tma_regions(kernel):
+    """Names of the shared regions a TMA copy writes (tma_load) or reads (tma_store)."""
+    out = set()
+    for role in kernel.roles:
+        for op in _ops(role.body):
+            kind = op.WhichOneof("kind")
+            if kind == "tma_load":
+                out.add(op.tma_load.dst.region)
+            elif kind == "tma_store":
+                out.add(op.tma_store.src.region)
+    return out
 
 
 def _ops(body):
@@ -133,11 +151,12 @@ def scratch_need(kernel, role):
 def layout(kernel):
     """The Layout of `kernel`'s shared memory (see the module doc)."""
     offset, regions = 0, []
+    tma = tma_regions(kernel)
     for i, r in enumerate(kernel.regions):
         if r.space != ir_pb2.MEMORY_SPACE_SHARED:
             continue
         offset = align(offset, TILE_ALIGN)
-        slot = RegionSlot(i, r.name, offset, stage_bytes(r), max(1, r.stages))
+        slot = RegionSlot(i, r.name, offset, stage_bytes(r, r.name in tma), max(1, r.stages))
         regions.append(slot)
         offset += slot.bytes
     tmem = []

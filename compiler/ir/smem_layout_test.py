@@ -56,3 +56,21 @@ def test_a_tma_round_delivers_the_unpadded_tiles_the_builder_counts():
     assert [smem_layout.tile_bytes(r) for r in regions] == [64 * 96 * 2, 65 * 4]
     assert [smem_layout.stage_bytes(r) for r in regions] == [12288, 272]
     assert k.tile_bytes(sx, col) == 64 * 96 * 2 + 65 * 4 and k.tile_bytes() == 0
+
+
+def test_stages_a_tma_copy_reads_or_writes_are_128_byte_aligned():
+    k = KernelBuilder("k", target="sm_90a")
+    n = k.symbol("N", min=64, max=1 << 20)
+    x = k.tensor("x", "f32", [n])
+    y = k.tensor("y", "f32", [n], access="write")
+    loaded = k.shared("loaded", "f32", [16], stages=3)  # 64 B: a TMA destination, padded to 128
+    stored = k.shared("stored", "f32", [20], stages=2)  # 80 B: a TMA store's source, padded to 128
+    plain = k.shared("plain", "f32", [16], stages=3)  # 64 B, touched by no TMA copy: 16-byte stages
+    bar = k.mbarrier("full", arrivals=1, count=3, tx_bytes=64)
+    with k.role("load", "producer", warps=1) as r:
+        r.tma_load(x[0], loaded[0], bar.round(0))
+        r.tma_store(stored[0], y[0])
+        r.copy(plain[0], y[64])
+    lay = smem_layout.layout(k.build())
+    assert [(s.name, s.stage_bytes) for s in lay.regions] == [("loaded", 128), ("stored", 128), ("plain", 64)]
+    assert smem_layout.tma_regions(k.build()) == {"loaded", "stored"}
