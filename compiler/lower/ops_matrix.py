@@ -96,7 +96,7 @@ def _wgmma(em, op, path):
             path, "wgmma shapes disagree: A is %dx%d, B is %dx%d, acc is 64x%d" % (a.mn, a.k, b.mn, b.k, n))
     if n % 16 or n > 256:
         raise LoweringError(path, "wgmma N=%d: lowering provides N in 16..256 step 16" % n)
-    step = op.instr_shape[1] if op.instr_shape else n  # each instruction's N (CAKE-STRUCT-025 checks the shape)
+    step = op.instr_shape[1] if op.instr_shape else n  # each instruction's N (CAKE-STRUCT-027 checks the shape)
     if n % step or step % 16 or (b.mn_major and step % (b.span // b.sr.esize)):
         raise LoweringError(path, "wgmma instr_shape N=%d does not tile the accumulator's N=%d" % (step, n))
     for opnd, name in ((a, "a"), (b, "b")):

@@ -1,4 +1,4 @@
-# expect: CAKE-STRUCT-025 at kernel.roles[1].body[1].loop.body[1].mma.instr_shape
+# expect: CAKE-STRUCT-027 at kernel.roles[1].body[1].loop.body[1].mma.instr_shape
 # defect: wgmma instructions of N = 96 do not tile the 256-column accumulator
 kernel gemm_bf16_sm90a {
   contract {

@@ -355,7 +355,7 @@ def _instr_shape_problem(m, dims, b_region):
 
 
 @rule(
-    "CAKE-STRUCT-025", "structure", "error",
+    "CAKE-STRUCT-027", "structure", "error",
     doc="An MMA's instr_shape, when given, is an instruction lowering emits for it that tiles the op: wgmma (64, N, 16) "
     "with N in 16..256 by 16 dividing the tile's N (for an MN-major B, a whole number of swizzle spans); mma.sync "
     "(16, 8, 16); tcgen05 the whole tile (M, N, 16).",

@@ -157,7 +157,7 @@ def test_instr_shapes_lowering_cannot_emit_are_refused_at_the_field():
         k = build()
         (path, mma), = _mma_sites(k)
         mma.instr_shape.extend(good)
-        assert "CAKE-STRUCT-025" not in _ids(k), build.__name__
+        assert "CAKE-STRUCT-027" not in _ids(k), build.__name__
         del mma.instr_shape[:]
         mma.instr_shape.extend(bad)
-        assert _paths(k, "CAKE-STRUCT-025") == [path + ".instr_shape"], build.__name__
+        assert _paths(k, "CAKE-STRUCT-027") == [path + ".instr_shape"], build.__name__
