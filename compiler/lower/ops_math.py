@@ -46,6 +46,9 @@ _REDUCE = {
     ir_pb2.REDUCE_OP_MIN: ("cake::warp::Min", "INFINITY"),
 }
 
+# The longest line a shared scan reads into registers before summing (64 floats per thread).
+SCAN_LINE_IN_REGISTERS = 64
+
 # Lanes that share a row of each accumulator layout: a quad (xor 1, 2).
 _ROW_LANES = {
     ir_pb2.FRAGMENT_LAYOUT_WGMMA_ACC: (1, 4),
@@ -278,12 +281,24 @@ def scan(em, op, path):
         if src.shape != dst.shape or op.axis not in (0, 1):
             raise LoweringError(path, "a shared scan writes a tile of its source's shape along axis 0 or 1")
         # One running sum per line across the axis, a line per thread: each element is read
-        # once, so the scan may also run in place.
+        # once, so the scan may also run in place. A short line is read whole into registers
+        # first: the reads then issue back to back instead of one shared-memory latency per
+        # element (in place, the compiler cannot move a read above the previous element's write).
         n, lines = src.shape[op.axis], src.shape[1 - op.axis]
+        rc = ["k", "l"] if op.axis == 0 else ["l", "k"]
         with w.block("for (int l = cake_thread; l < %d; l += %d)" % (lines, em.role.threads)):
+            if n <= SCAN_LINE_IN_REGISTERS:
+                w.line("float x[%d];" % n)
+                w.line("#pragma unroll")
+                w.line("for (int k = 0; k < %d; ++k) x[k] = cake::to_float(%s);" % (n, src.lvalue(rc)))
+                w.line("float run = 0.0f;")
+                w.line("#pragma unroll")
+                with w.block("for (int k = 0; k < %d; ++k)" % n):
+                    step = "run; run += x[k]" if op.exclusive else "(run += x[k])"
+                    w.line("%s = cake::convert<%s>(%s);" % (dst.lvalue(rc), dst.ctype, step))
+                return
             w.line("float run = 0.0f;")
             with w.block("for (int k = 0; k < %d; ++k)" % n):
-                rc = ["k", "l"] if op.axis == 0 else ["l", "k"]
                 w.line("const float x = cake::to_float(%s);" % src.lvalue(rc))
                 if not op.exclusive:
                     w.line("run += x;")
