@@ -2,7 +2,8 @@
 solves and atomics (top-k lists: ops_topk.py).
 
 Register destinations are walked element by element through their Fragment (the
-thread's own elements and their coordinates); shared destinations cooperatively by
+thread's own elements and their coordinates; an accumulator's column pairs together when a
+shared tile operand can be read a pair per access); shared destinations cooperatively by
 the role's threads. Operands are read at the destination element's coordinates with
 the broadcasting rule of ir.proto's Operand.tile (compiler/ir/operands.py).
 """
@@ -136,12 +137,46 @@ def elementwise(em, op, path):
     if len(op.srcs) != arity:
         raise LoweringError(path, "this elementwise op takes %d operands, got %d" % (arity, len(op.srcs)))
     dst = _target(em, op.dst, path + ".dst")
+    if _elementwise_pairs(em, op, dst, template, path):
+        return
 
     def body(i, coords, lvalue, ctype):
         vals = [operand_value(em, s, dst, i, coords, "%s.srcs[%d]" % (path, k)) for k, s in enumerate(op.srcs)]
         em.w.line("%s = cake::convert<%s>(%s);" % (lvalue, ctype, template.format(*vals)))
 
     _for_each(em, dst, body)
+
+
+def paired_operand(em, opnd, dst, path):
+    """The SharedAccess of a shared tile operand read one column pair per access onto an accumulator
+    fragment `dst` (its columns are the destination's: not broadcast along them), else None."""
+    if opnd.WhichOneof("kind") != "tile" or opnd.tile.region in em.ctx.registers:
+        return None
+    acc = SharedAccess(em, opnd.tile, path)
+    return acc if acc.pairs and acc.shape[-1] == dst.shape[-1] > 1 else None
+
+
+def _elementwise_pairs(em, op, dst, template, path):
+    """An accumulator destination with a shared tile operand: two values per step, each such operand
+    read with one access per column pair (half the shared accesses and their address arithmetic)."""
+    if not (isinstance(dst, Fragment) and dst.column_pairs):
+        return False
+    paired = [paired_operand(em, s, dst, "%s.srcs[%d]" % (path, k)) for k, s in enumerate(op.srcs)]
+    if not any(paired):
+        return False
+    w = em.w
+    w.line("#pragma unroll")
+    with w.block("for (int i = 0; i < %d; i += 2)" % dst.count):
+        coords = [dst.coords("i"), dst.coords("(i + 1)")]
+        for k, acc in enumerate(paired):
+            if acc:
+                w.line("const float2 p%d = %s;" % (k, acc.load_pair(operands.trailing_coords(acc.shape, coords[0]))))
+        for half, i in enumerate(("i", "(i + 1)")):
+            vals = ["p%d.%s" % (k, "xy"[half]) if acc else
+                    operand_value(em, s, dst, i, coords[half], "%s.srcs[%d]" % (path, k))
+                    for k, (s, acc) in enumerate(zip(op.srcs, paired))]
+            w.line("%s = cake::convert<%s>(%s);" % (dst.elem(i), dst.ctype, template.format(*vals)))
+    return True
 
 
 def _rows_reduction(em, src, dst, path):

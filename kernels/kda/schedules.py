@@ -79,8 +79,9 @@ def intra_sm90a(scale=HEAD**-0.5, name="kda_intra_sm90a"):
     for the whole block (one shared read of G per element instead of one per sub-chunk and
     factor), and from one exponent difference per sub-chunk builds its halves of all three
     operand tiles (left factors of A and P, the shared right factor). The products contract over
-    both halves: `wa` runs A, the inverse and W, U of its half; `wb` runs P and W, U of its
-    half. They meet at the 256-thread barrier `both` wherever one reads what the other wrote.
+    both halves: `wa` runs A, the inverse and W, U of its half; `wb` runs P, then, while `wa`
+    inverts, qg, kd and W's and U's right operands of both halves, then W, U of its half. They
+    meet at the 256-thread barrier `both` wherever one reads what the other wrote.
     """
     kb = KernelBuilder(name, target="sm_90a")
     B, H, T = _symbols(kb)
@@ -130,11 +131,11 @@ def intra_sm90a(scale=HEAD**-0.5, name="kda_intra_sm90a"):
         return sG.tile(window=[(i, 1), (hc, HALF)])
 
     def consumer(role):
-        """A consumer warpgroup's fragments: G (its half of the cumsum, kept for the block), X
-        (exponents, then factors), Y (gated products), its two product accumulators; its beta
-        rows, the sub-chunk row mask and its own barrier."""
+        """A consumer warpgroup's fragments: G, K (its halves of the cumsum and of k, kept for the
+        block), X (exponents, then factors), Y (gated products), its two product accumulators; its
+        beta rows, the sub-chunk row mask and its own barrier."""
         frags = [kb.registers("%s_%s" % (n, role), "f32", [C, HALF], layout="wgmma_acc", owner=role)
-                 for n in ("G", "X", "Y", "acc", "out")]
+                 for n in ("G", "K", "X", "Y", "acc", "out")]
         rows = [kb.registers("%s_%s" % (n, role), "f32", [C], layout="wgmma_rows", owner=role)
                 for n in ("beta", "mask")]
         return frags, rows, kb.named_barrier("wg_%s" % role, threads=128)
@@ -145,17 +146,18 @@ def intra_sm90a(scale=HEAD**-0.5, name="kda_intra_sm90a"):
             r.ew("mul", Y.all, Y.all, f)
         r.copy(Y.all, dst)
 
-    def start(r, beta_r, G, wg, hc):
+    def start(r, beta_r, G, K, wg, hc):
         """Meet the init, wait for the inputs, read beta; the cumsum of this half's gate columns in
-        place, then that half into registers."""
+        place, then that half and this half of k into registers."""
         r.block_sync()
         r.wait(full[0], phase=0)
         r.copy(beta[b, h, c * C], beta_r.all)
+        r.copy(half(sk, hc), K.all)
         r.scan(half(sG, hc), half(sG, hc), 0, "role")
         r.named_sync(wg)
         r.copy(half(sG, hc), G.all)
 
-    def sub_chunk_tiles(r, G, X, Y, mask, blk, hc):
+    def sub_chunk_tiles(r, G, K, X, Y, mask, blk, hc):
         """This half of the three operand tiles of row block blk (reference row ref = 16 blk, stage blk % 2):
         skm = k e^min(G_ref - G_j, CLAMP) (clamped where only masked entries use it) and, on the
         rows of block blk only (zero elsewhere), skp = k e^min(G_i - G_ref, 0), sqp alike of q."""
@@ -164,7 +166,7 @@ def intra_sm90a(scale=HEAD**-0.5, name="kda_intra_sm90a"):
         r.ew("neg", Y.all, X.all)
         r.ew("min", Y.all, Y.all, CLAMP)
         r.ew("exp", Y.all, Y.all)
-        gated(r, Y, half(skm, hc, s), half(sk, hc), Y.all)
+        gated(r, Y, half(skm, hc, s), K.all, Y.all)
         # mask = [|i - ref - 7.5| < 8]: the rows ref .. ref + 15.
         r.ew("sub", mask.all, coord(0), ref + (SUB - 1) / 2.0)
         r.ew("abs", mask.all, mask.all)
@@ -172,10 +174,10 @@ def intra_sm90a(scale=HEAD**-0.5, name="kda_intra_sm90a"):
         r.ew("min", X.all, X.all, 0.0)
         r.ew("exp", X.all, X.all)
         r.ew("mul", X.all, X.all, mask.all)
-        gated(r, Y, half(skp, hc, s), half(sk, hc), X.all)
+        gated(r, Y, half(skp, hc, s), K.all, X.all)
         gated(r, Y, half(sqp, hc, s), half(sq, hc), X.all)
 
-    def products(r, G, X, Y, acc, mask, left, hc):
+    def products(r, G, K, X, Y, acc, mask, left, hc):
         """The four sub-chunk products left . skm^T summed into acc (A for skp, P for sqp), each
         warpgroup's product of blk running while both build the tiles of blk + 1."""
         for blk in range(C // SUB):
@@ -183,23 +185,23 @@ def intra_sm90a(scale=HEAD**-0.5, name="kda_intra_sm90a"):
             if blk >= 2:
                 r.mma_wait(1)  # this warpgroup's product of blk - 2 is done ...
                 r.named_sync(both)  # ... and the other's: stage s may be rebuilt
-            sub_chunk_tiles(r, G, X, Y, mask, blk, hc)
+            sub_chunk_tiles(r, G, K, X, Y, mask, blk, hc)
             r.fence("proxy_async")
             r.named_sync(both)
             r.mma("wgmma", left[s], skm[s], acc.all, accumulate=0 if blk == 0 else 1)
         r.mma_wait(0)
         r.named_sync(both)  # both products are done before the tiles are reused
 
-    def outputs(r, G, X, Y, beta_r, hc):
-        """This half of qg, kd and of W's and U's right operands (into skp, sqp, free now)."""
-        r.ew("exp", X.all, G.all)
-        gated(r, Y, half(skp, hc, 0), half(sk, hc), X.all, beta_r.all)
+    def outputs(r, G, K, X, Y, beta_r, hc):
+        """Column half hc of qg, kd and of W's and U's right operands (into skp, sqp, free now), from
+        that half of G and k (register fragments, or the shared tiles' windows)."""
+        r.ew("exp", X.all, G)
+        gated(r, Y, half(skp, hc, 0), K, X.all, beta_r.all)
         gated(r, Y, ws["qg"][b, h, c * C, hc], half(sq, hc), X.all, scale)
-        r.ew("sub", X.all, row(C - 1, hc), G.all)
+        r.ew("sub", X.all, row(C - 1, hc), G)
         r.ew("exp", X.all, X.all)
-        gated(r, Y, ws["kd"][b, h, c * C, hc], half(sk, hc), X.all)
+        gated(r, Y, ws["kd"][b, h, c * C, hc], K, X.all)
         gated(r, Y, half(sqp, hc, 0), half(sv, hc), beta_r.all)
-        r.fence("proxy_async")
 
     def w_and_u(r, w, u, hc):
         """This half of wneg = -T (beta k e^G) and ut = T (beta v), once sT and both halves are in."""
@@ -211,32 +213,34 @@ def intra_sm90a(scale=HEAD**-0.5, name="kda_intra_sm90a"):
         r.copy(w.all, ws["wneg"][b, h, c * C, hc])
         r.copy(u.all, ws["ut"][b, h, c * C, hc])
 
-    (Ga, Xa, Ya, acc_a, out_a), (beta_a, mask_a), wg_a = consumer("wa")  # acc: A, then T, then U
-    (Gb, Xb, Yb, acc_b, out_b), (beta_b, mask_b), wg_b = consumer("wb")  # acc: P, then U
+    (Ga, Ka, Xa, Ya, acc_a, out_a), (beta_a, mask_a), wg_a = consumer("wa")  # acc: A, then T, then U
+    (Gb, Kb, Xb, Yb, acc_b, out_b), (beta_b, mask_b), wg_b = consumer("wb")  # acc: P, then U
 
     with kb.role("wa", "consumer", warpgroups=1, registers=consumer_regs) as r:
-        start(r, beta_a, Ga, wg_a, 0)
-        products(r, Ga, Xa, Ya, acc_a, mask_a, skp, 0)
+        start(r, beta_a, Ga, Ka, wg_a, 0)
+        products(r, Ga, Ka, Xa, Ya, acc_a, mask_a, skp, 0)
         # A = beta (products); the inverse reads only its strictly lower part.
         r.ew("mul", acc_a.all, acc_a.all, beta_a.all)
         r.copy(acc_a.all, sA.all)
         r.named_sync(wg_a)
-        r.tri_solve(sA.all, acc_a.all, lower=True, unit_diagonal=True)
+        r.tri_solve(sA.all, acc_a.all, lower=True, unit_diagonal=True)  # meanwhile wb writes both halves' outputs
         r.copy(acc_a.all, sT.all)
-        outputs(r, Ga, Xa, Ya, beta_a, 0)  # its fence also publishes sT
+        r.fence("proxy_async")
         w_and_u(r, out_a, acc_a, 0)
         r.ew("exp", sgl.all, sG.tile(window=[(C - 1, 1), (0, HEAD)]))
         r.named_sync(wg_a)
         r.copy(sgl.all, ws["gl"][b, h, c, 0])
 
     with kb.role("wb", "consumer", warpgroups=1, registers=consumer_regs) as r:
-        start(r, beta_b, Gb, wg_b, HALF)
-        products(r, Gb, Xb, Yb, acc_b, mask_b, sqp, HALF)
+        start(r, beta_b, Gb, Kb, wg_b, HALF)
+        products(r, Gb, Kb, Xb, Yb, acc_b, mask_b, sqp, HALF)
         r.ew("le", Xb.all, coord(1), coord(0))
         r.ew("mul", acc_b.all, acc_b.all, Xb.all)
         r.ew("mul", acc_b.all, acc_b.all, scale)
         r.copy(acc_b.all, ws["pm"][b, h, c * C, 0])
-        outputs(r, Gb, Xb, Yb, beta_b, HALF)
+        outputs(r, Gb.all, Kb.all, Xb, Yb, beta_b, HALF)
+        outputs(r, half(sG, 0), half(sk, 0), Xb, Yb, beta_b, 0)  # wa's half too: wa runs the inverse
+        r.fence("proxy_async")
         w_and_u(r, out_b, acc_b, HALF)
     return kb.build()
 

@@ -110,6 +110,7 @@ kernel kda_intra_sm90a {
   region sT { space: shared  dtype: bf16  shape: [64, 64]  stages: 1  swizzle: 128b }
   region sgl { space: shared  dtype: f32  shape: [1, 128]  stages: 1 }
   region G_wa { space: register  dtype: f32  shape: [64, 64]  layout: wgmma_acc  owner: "wa" }
+  region K_wa { space: register  dtype: f32  shape: [64, 64]  layout: wgmma_acc  owner: "wa" }
   region X_wa { space: register  dtype: f32  shape: [64, 64]  layout: wgmma_acc  owner: "wa" }
   region Y_wa { space: register  dtype: f32  shape: [64, 64]  layout: wgmma_acc  owner: "wa" }
   region acc_wa { space: register  dtype: f32  shape: [64, 64]  layout: wgmma_acc  owner: "wa" }
@@ -117,6 +118,7 @@ kernel kda_intra_sm90a {
   region beta_wa { space: register  dtype: f32  shape: [64]  layout: wgmma_rows  owner: "wa" }
   region mask_wa { space: register  dtype: f32  shape: [64]  layout: wgmma_rows  owner: "wa" }
   region G_wb { space: register  dtype: f32  shape: [64, 64]  layout: wgmma_acc  owner: "wb" }
+  region K_wb { space: register  dtype: f32  shape: [64, 64]  layout: wgmma_acc  owner: "wb" }
   region X_wb { space: register  dtype: f32  shape: [64, 64]  layout: wgmma_acc  owner: "wb" }
   region Y_wb { space: register  dtype: f32  shape: [64, 64]  layout: wgmma_acc  owner: "wb" }
   region acc_wb { space: register  dtype: f32  shape: [64, 64]  layout: wgmma_acc  owner: "wb" }
@@ -157,6 +159,7 @@ kernel kda_intra_sm90a {
     block_sync {}
     mbarrier_wait { barrier: full[0]  phase: 0 }
     copy { src_global: beta[block.z, block.y, block.x * 64]  dst_tile: beta_wa }
+    copy { src_tile: sk[0 +: 64, 0 +: 64]  dst_tile: K_wa }
     scan { src: sG[0 +: 64, 0 +: 64]  dst: sG[0 +: 64, 0 +: 64]  scope: role }
     named_barrier_sync { barrier: "wg_wa" }
     copy { src_tile: sG[0 +: 64, 0 +: 64]  dst_tile: G_wa }
@@ -164,7 +167,7 @@ kernel kda_intra_sm90a {
     elementwise { op: neg  dst: Y_wa  srcs: [X_wa] }
     elementwise { op: min  dst: Y_wa  srcs: [Y_wa, 80.0] }
     elementwise { op: exp  dst: Y_wa  srcs: [Y_wa] }
-    elementwise { op: mul  dst: Y_wa  srcs: [sk[0 +: 64, 0 +: 64], Y_wa] }
+    elementwise { op: mul  dst: Y_wa  srcs: [K_wa, Y_wa] }
     copy { src_tile: Y_wa  dst_tile: skm@0[0 +: 64, 0 +: 64] }
     elementwise { op: sub  dst: mask_wa  srcs: [coord(0), 7.5] }
     elementwise { op: abs  dst: mask_wa  srcs: [mask_wa] }
@@ -172,7 +175,7 @@ kernel kda_intra_sm90a {
     elementwise { op: min  dst: X_wa  srcs: [X_wa, 0.0] }
     elementwise { op: exp  dst: X_wa  srcs: [X_wa] }
     elementwise { op: mul  dst: X_wa  srcs: [X_wa, mask_wa] }
-    elementwise { op: mul  dst: Y_wa  srcs: [sk[0 +: 64, 0 +: 64], X_wa] }
+    elementwise { op: mul  dst: Y_wa  srcs: [K_wa, X_wa] }
     copy { src_tile: Y_wa  dst_tile: skp@0[0 +: 64, 0 +: 64] }
     elementwise { op: mul  dst: Y_wa  srcs: [sq[0 +: 64, 0 +: 64], X_wa] }
     copy { src_tile: Y_wa  dst_tile: sqp@0[0 +: 64, 0 +: 64] }
@@ -183,7 +186,7 @@ kernel kda_intra_sm90a {
     elementwise { op: neg  dst: Y_wa  srcs: [X_wa] }
     elementwise { op: min  dst: Y_wa  srcs: [Y_wa, 80.0] }
     elementwise { op: exp  dst: Y_wa  srcs: [Y_wa] }
-    elementwise { op: mul  dst: Y_wa  srcs: [sk[0 +: 64, 0 +: 64], Y_wa] }
+    elementwise { op: mul  dst: Y_wa  srcs: [K_wa, Y_wa] }
     copy { src_tile: Y_wa  dst_tile: skm@1[0 +: 64, 0 +: 64] }
     elementwise { op: sub  dst: mask_wa  srcs: [coord(0), 23.5] }
     elementwise { op: abs  dst: mask_wa  srcs: [mask_wa] }
@@ -191,7 +194,7 @@ kernel kda_intra_sm90a {
     elementwise { op: min  dst: X_wa  srcs: [X_wa, 0.0] }
     elementwise { op: exp  dst: X_wa  srcs: [X_wa] }
     elementwise { op: mul  dst: X_wa  srcs: [X_wa, mask_wa] }
-    elementwise { op: mul  dst: Y_wa  srcs: [sk[0 +: 64, 0 +: 64], X_wa] }
+    elementwise { op: mul  dst: Y_wa  srcs: [K_wa, X_wa] }
     copy { src_tile: Y_wa  dst_tile: skp@1[0 +: 64, 0 +: 64] }
     elementwise { op: mul  dst: Y_wa  srcs: [sq[0 +: 64, 0 +: 64], X_wa] }
     copy { src_tile: Y_wa  dst_tile: sqp@1[0 +: 64, 0 +: 64] }
@@ -204,7 +207,7 @@ kernel kda_intra_sm90a {
     elementwise { op: neg  dst: Y_wa  srcs: [X_wa] }
     elementwise { op: min  dst: Y_wa  srcs: [Y_wa, 80.0] }
     elementwise { op: exp  dst: Y_wa  srcs: [Y_wa] }
-    elementwise { op: mul  dst: Y_wa  srcs: [sk[0 +: 64, 0 +: 64], Y_wa] }
+    elementwise { op: mul  dst: Y_wa  srcs: [K_wa, Y_wa] }
     copy { src_tile: Y_wa  dst_tile: skm@0[0 +: 64, 0 +: 64] }
     elementwise { op: sub  dst: mask_wa  srcs: [coord(0), 39.5] }
     elementwise { op: abs  dst: mask_wa  srcs: [mask_wa] }
@@ -212,7 +215,7 @@ kernel kda_intra_sm90a {
     elementwise { op: min  dst: X_wa  srcs: [X_wa, 0.0] }
     elementwise { op: exp  dst: X_wa  srcs: [X_wa] }
     elementwise { op: mul  dst: X_wa  srcs: [X_wa, mask_wa] }
-    elementwise { op: mul  dst: Y_wa  srcs: [sk[0 +: 64, 0 +: 64], X_wa] }
+    elementwise { op: mul  dst: Y_wa  srcs: [K_wa, X_wa] }
     copy { src_tile: Y_wa  dst_tile: skp@0[0 +: 64, 0 +: 64] }
     elementwise { op: mul  dst: Y_wa  srcs: [sq[0 +: 64, 0 +: 64], X_wa] }
     copy { src_tile: Y_wa  dst_tile: sqp@0[0 +: 64, 0 +: 64] }
@@ -225,7 +228,7 @@ kernel kda_intra_sm90a {
     elementwise { op: neg  dst: Y_wa  srcs: [X_wa] }
     elementwise { op: min  dst: Y_wa  srcs: [Y_wa, 80.0] }
     elementwise { op: exp  dst: Y_wa  srcs: [Y_wa] }
-    elementwise { op: mul  dst: Y_wa  srcs: [sk[0 +: 64, 0 +: 64], Y_wa] }
+    elementwise { op: mul  dst: Y_wa  srcs: [K_wa, Y_wa] }
     copy { src_tile: Y_wa  dst_tile: skm@1[0 +: 64, 0 +: 64] }
     elementwise { op: sub  dst: mask_wa  srcs: [coord(0), 55.5] }
     elementwise { op: abs  dst: mask_wa  srcs: [mask_wa] }
@@ -233,7 +236,7 @@ kernel kda_intra_sm90a {
     elementwise { op: min  dst: X_wa  srcs: [X_wa, 0.0] }
     elementwise { op: exp  dst: X_wa  srcs: [X_wa] }
     elementwise { op: mul  dst: X_wa  srcs: [X_wa, mask_wa] }
-    elementwise { op: mul  dst: Y_wa  srcs: [sk[0 +: 64, 0 +: 64], X_wa] }
+    elementwise { op: mul  dst: Y_wa  srcs: [K_wa, X_wa] }
     copy { src_tile: Y_wa  dst_tile: skp@1[0 +: 64, 0 +: 64] }
     elementwise { op: mul  dst: Y_wa  srcs: [sq[0 +: 64, 0 +: 64], X_wa] }
     copy { src_tile: Y_wa  dst_tile: sqp@1[0 +: 64, 0 +: 64] }
@@ -247,19 +250,6 @@ kernel kda_intra_sm90a {
     named_barrier_sync { barrier: "wg_wa" }
     tri_solve { a: sA  x: acc_wa  lower: true  unit_diagonal: true }
     copy { src_tile: acc_wa  dst_tile: sT }
-    elementwise { op: exp  dst: X_wa  srcs: [G_wa] }
-    elementwise { op: mul  dst: Y_wa  srcs: [sk[0 +: 64, 0 +: 64], X_wa] }
-    elementwise { op: mul  dst: Y_wa  srcs: [Y_wa, beta_wa] }
-    copy { src_tile: Y_wa  dst_tile: skp@0[0 +: 64, 0 +: 64] }
-    elementwise { op: mul  dst: Y_wa  srcs: [sq[0 +: 64, 0 +: 64], X_wa] }
-    elementwise { op: mul  dst: Y_wa  srcs: [Y_wa, 0.08838834764831845] }
-    copy { src_tile: Y_wa  dst_global: qg[block.z, block.y, block.x * 64, 0] }
-    elementwise { op: sub  dst: X_wa  srcs: [sG[63 +: 1, 0 +: 64], G_wa] }
-    elementwise { op: exp  dst: X_wa  srcs: [X_wa] }
-    elementwise { op: mul  dst: Y_wa  srcs: [sk[0 +: 64, 0 +: 64], X_wa] }
-    copy { src_tile: Y_wa  dst_global: kd[block.z, block.y, block.x * 64, 0] }
-    elementwise { op: mul  dst: Y_wa  srcs: [sv[0 +: 64, 0 +: 64], beta_wa] }
-    copy { src_tile: Y_wa  dst_tile: sqp@0[0 +: 64, 0 +: 64] }
     fence { kind: proxy_async }
     named_barrier_sync { barrier: "both" }
     mma { kind: wgmma  a: sT  b: skp@0[0 +: 64, 0 +: 64]  acc: out_wa  b_major: mn  accumulate: 0 }
@@ -279,6 +269,7 @@ kernel kda_intra_sm90a {
     block_sync {}
     mbarrier_wait { barrier: full[0]  phase: 0 }
     copy { src_global: beta[block.z, block.y, block.x * 64]  dst_tile: beta_wb }
+    copy { src_tile: sk[0 +: 64, 64 +: 64]  dst_tile: K_wb }
     scan { src: sG[0 +: 64, 64 +: 64]  dst: sG[0 +: 64, 64 +: 64]  scope: role }
     named_barrier_sync { barrier: "wg_wb" }
     copy { src_tile: sG[0 +: 64, 64 +: 64]  dst_tile: G_wb }
@@ -286,7 +277,7 @@ kernel kda_intra_sm90a {
     elementwise { op: neg  dst: Y_wb  srcs: [X_wb] }
     elementwise { op: min  dst: Y_wb  srcs: [Y_wb, 80.0] }
     elementwise { op: exp  dst: Y_wb  srcs: [Y_wb] }
-    elementwise { op: mul  dst: Y_wb  srcs: [sk[0 +: 64, 64 +: 64], Y_wb] }
+    elementwise { op: mul  dst: Y_wb  srcs: [K_wb, Y_wb] }
     copy { src_tile: Y_wb  dst_tile: skm@0[0 +: 64, 64 +: 64] }
     elementwise { op: sub  dst: mask_wb  srcs: [coord(0), 7.5] }
     elementwise { op: abs  dst: mask_wb  srcs: [mask_wb] }
@@ -294,7 +285,7 @@ kernel kda_intra_sm90a {
     elementwise { op: min  dst: X_wb  srcs: [X_wb, 0.0] }
     elementwise { op: exp  dst: X_wb  srcs: [X_wb] }
     elementwise { op: mul  dst: X_wb  srcs: [X_wb, mask_wb] }
-    elementwise { op: mul  dst: Y_wb  srcs: [sk[0 +: 64, 64 +: 64], X_wb] }
+    elementwise { op: mul  dst: Y_wb  srcs: [K_wb, X_wb] }
     copy { src_tile: Y_wb  dst_tile: skp@0[0 +: 64, 64 +: 64] }
     elementwise { op: mul  dst: Y_wb  srcs: [sq[0 +: 64, 64 +: 64], X_wb] }
     copy { src_tile: Y_wb  dst_tile: sqp@0[0 +: 64, 64 +: 64] }
@@ -305,7 +296,7 @@ kernel kda_intra_sm90a {
     elementwise { op: neg  dst: Y_wb  srcs: [X_wb] }
     elementwise { op: min  dst: Y_wb  srcs: [Y_wb, 80.0] }
     elementwise { op: exp  dst: Y_wb  srcs: [Y_wb] }
-    elementwise { op: mul  dst: Y_wb  srcs: [sk[0 +: 64, 64 +: 64], Y_wb] }
+    elementwise { op: mul  dst: Y_wb  srcs: [K_wb, Y_wb] }
     copy { src_tile: Y_wb  dst_tile: skm@1[0 +: 64, 64 +: 64] }
     elementwise { op: sub  dst: mask_wb  srcs: [coord(0), 23.5] }
     elementwise { op: abs  dst: mask_wb  srcs: [mask_wb] }
@@ -313,7 +304,7 @@ kernel kda_intra_sm90a {
     elementwise { op: min  dst: X_wb  srcs: [X_wb, 0.0] }
     elementwise { op: exp  dst: X_wb  srcs: [X_wb] }
     elementwise { op: mul  dst: X_wb  srcs: [X_wb, mask_wb] }
-    elementwise { op: mul  dst: Y_wb  srcs: [sk[0 +: 64, 64 +: 64], X_wb] }
+    elementwise { op: mul  dst: Y_wb  srcs: [K_wb, X_wb] }
     copy { src_tile: Y_wb  dst_tile: skp@1[0 +: 64, 64 +: 64] }
     elementwise { op: mul  dst: Y_wb  srcs: [sq[0 +: 64, 64 +: 64], X_wb] }
     copy { src_tile: Y_wb  dst_tile: sqp@1[0 +: 64, 64 +: 64] }
@@ -326,7 +317,7 @@ kernel kda_intra_sm90a {
     elementwise { op: neg  dst: Y_wb  srcs: [X_wb] }
     elementwise { op: min  dst: Y_wb  srcs: [Y_wb, 80.0] }
     elementwise { op: exp  dst: Y_wb  srcs: [Y_wb] }
-    elementwise { op: mul  dst: Y_wb  srcs: [sk[0 +: 64, 64 +: 64], Y_wb] }
+    elementwise { op: mul  dst: Y_wb  srcs: [K_wb, Y_wb] }
     copy { src_tile: Y_wb  dst_tile: skm@0[0 +: 64, 64 +: 64] }
     elementwise { op: sub  dst: mask_wb  srcs: [coord(0), 39.5] }
     elementwise { op: abs  dst: mask_wb  srcs: [mask_wb] }
@@ -334,7 +325,7 @@ kernel kda_intra_sm90a {
     elementwise { op: min  dst: X_wb  srcs: [X_wb, 0.0] }
     elementwise { op: exp  dst: X_wb  srcs: [X_wb] }
     elementwise { op: mul  dst: X_wb  srcs: [X_wb, mask_wb] }
-    elementwise { op: mul  dst: Y_wb  srcs: [sk[0 +: 64, 64 +: 64], X_wb] }
+    elementwise { op: mul  dst: Y_wb  srcs: [K_wb, X_wb] }
     copy { src_tile: Y_wb  dst_tile: skp@0[0 +: 64, 64 +: 64] }
     elementwise { op: mul  dst: Y_wb  srcs: [sq[0 +: 64, 64 +: 64], X_wb] }
     copy { src_tile: Y_wb  dst_tile: sqp@0[0 +: 64, 64 +: 64] }
@@ -347,7 +338,7 @@ kernel kda_intra_sm90a {
     elementwise { op: neg  dst: Y_wb  srcs: [X_wb] }
     elementwise { op: min  dst: Y_wb  srcs: [Y_wb, 80.0] }
     elementwise { op: exp  dst: Y_wb  srcs: [Y_wb] }
-    elementwise { op: mul  dst: Y_wb  srcs: [sk[0 +: 64, 64 +: 64], Y_wb] }
+    elementwise { op: mul  dst: Y_wb  srcs: [K_wb, Y_wb] }
     copy { src_tile: Y_wb  dst_tile: skm@1[0 +: 64, 64 +: 64] }
     elementwise { op: sub  dst: mask_wb  srcs: [coord(0), 55.5] }
     elementwise { op: abs  dst: mask_wb  srcs: [mask_wb] }
@@ -355,7 +346,7 @@ kernel kda_intra_sm90a {
     elementwise { op: min  dst: X_wb  srcs: [X_wb, 0.0] }
     elementwise { op: exp  dst: X_wb  srcs: [X_wb] }
     elementwise { op: mul  dst: X_wb  srcs: [X_wb, mask_wb] }
-    elementwise { op: mul  dst: Y_wb  srcs: [sk[0 +: 64, 64 +: 64], X_wb] }
+    elementwise { op: mul  dst: Y_wb  srcs: [K_wb, X_wb] }
     copy { src_tile: Y_wb  dst_tile: skp@1[0 +: 64, 64 +: 64] }
     elementwise { op: mul  dst: Y_wb  srcs: [sq[0 +: 64, 64 +: 64], X_wb] }
     copy { src_tile: Y_wb  dst_tile: sqp@1[0 +: 64, 64 +: 64] }
@@ -369,7 +360,7 @@ kernel kda_intra_sm90a {
     elementwise { op: mul  dst: acc_wb  srcs: [acc_wb, 0.08838834764831845] }
     copy { src_tile: acc_wb  dst_global: pm[block.z, block.y, block.x * 64, 0] }
     elementwise { op: exp  dst: X_wb  srcs: [G_wb] }
-    elementwise { op: mul  dst: Y_wb  srcs: [sk[0 +: 64, 64 +: 64], X_wb] }
+    elementwise { op: mul  dst: Y_wb  srcs: [K_wb, X_wb] }
     elementwise { op: mul  dst: Y_wb  srcs: [Y_wb, beta_wb] }
     copy { src_tile: Y_wb  dst_tile: skp@0[0 +: 64, 64 +: 64] }
     elementwise { op: mul  dst: Y_wb  srcs: [sq[0 +: 64, 64 +: 64], X_wb] }
@@ -377,10 +368,23 @@ kernel kda_intra_sm90a {
     copy { src_tile: Y_wb  dst_global: qg[block.z, block.y, block.x * 64, 64] }
     elementwise { op: sub  dst: X_wb  srcs: [sG[63 +: 1, 64 +: 64], G_wb] }
     elementwise { op: exp  dst: X_wb  srcs: [X_wb] }
-    elementwise { op: mul  dst: Y_wb  srcs: [sk[0 +: 64, 64 +: 64], X_wb] }
+    elementwise { op: mul  dst: Y_wb  srcs: [K_wb, X_wb] }
     copy { src_tile: Y_wb  dst_global: kd[block.z, block.y, block.x * 64, 64] }
     elementwise { op: mul  dst: Y_wb  srcs: [sv[0 +: 64, 64 +: 64], beta_wb] }
     copy { src_tile: Y_wb  dst_tile: sqp@0[0 +: 64, 64 +: 64] }
+    elementwise { op: exp  dst: X_wb  srcs: [sG[0 +: 64, 0 +: 64]] }
+    elementwise { op: mul  dst: Y_wb  srcs: [sk[0 +: 64, 0 +: 64], X_wb] }
+    elementwise { op: mul  dst: Y_wb  srcs: [Y_wb, beta_wb] }
+    copy { src_tile: Y_wb  dst_tile: skp@0[0 +: 64, 0 +: 64] }
+    elementwise { op: mul  dst: Y_wb  srcs: [sq[0 +: 64, 0 +: 64], X_wb] }
+    elementwise { op: mul  dst: Y_wb  srcs: [Y_wb, 0.08838834764831845] }
+    copy { src_tile: Y_wb  dst_global: qg[block.z, block.y, block.x * 64, 0] }
+    elementwise { op: sub  dst: X_wb  srcs: [sG[63 +: 1, 0 +: 64], sG[0 +: 64, 0 +: 64]] }
+    elementwise { op: exp  dst: X_wb  srcs: [X_wb] }
+    elementwise { op: mul  dst: Y_wb  srcs: [sk[0 +: 64, 0 +: 64], X_wb] }
+    copy { src_tile: Y_wb  dst_global: kd[block.z, block.y, block.x * 64, 0] }
+    elementwise { op: mul  dst: Y_wb  srcs: [sv[0 +: 64, 0 +: 64], beta_wb] }
+    copy { src_tile: Y_wb  dst_tile: sqp@0[0 +: 64, 0 +: 64] }
     fence { kind: proxy_async }
     named_barrier_sync { barrier: "both" }
     mma { kind: wgmma  a: sT  b: skp@0[0 +: 64, 64 +: 64]  acc: out_wb  b_major: mn  accumulate: 0 }
