@@ -1,7 +1,7 @@
 """C++ access to one element of a shared tile or a global tensor, by tile coordinates.
 
-Shared tiles are addressed through cake::smem::at (the swizzled panel layout); a tile's
-window shifts its coordinates. Global tiles address the trailing dims of the tensor at
+Shared tiles are addressed through cake::smem::at (the swizzled panel layout), adjacent
+column pairs through cake::smem::load_pair / store_pair; a tile's window shifts its coordinates. Global tiles address the trailing dims of the tensor at
 the GlobalRef's origin, with a bounds predicate against the tensor's shape.
 """
 
@@ -10,6 +10,9 @@ import math
 from compiler.ir import shapes
 from compiler.lower.cexpr import ident
 from compiler.lower.context import DTYPE_CTYPE, LoweringError
+
+# Element types with a 2-element shared access (cake::smem::Pair).
+PAIR_CTYPES = ("cake::bf16", "cake::f16", "float")
 
 
 class SharedAccess:
@@ -29,15 +32,30 @@ class SharedAccess:
         self.shape = shapes.tile_shape(ref, sr.region)
         if len(self.offsets) not in (0, self.rank):
             raise LoweringError(path, "window of %r has %d dims, the tile %d" % (ref.region, len(self.offsets), self.rank))
+        # Column pairs (c, c + 1), c even, are one aligned word (cake::smem::pair_at) when the row
+        # length and the window's column offset are even, the latter known here.
+        col_start = ref.window[-1].start if ref.window else None
+        even_start = col_start is None or (col_start.WhichOneof("kind") == "int" and col_start.int % 2 == 0)
+        self.pairs = self.ctype in PAIR_CTYPES and self.cols % 2 == 0 and even_start
 
-    def lvalue(self, coords):
+    def _at(self, coords):
         coords = list(coords)
         if self.offsets:
             coords = ["(%s) + (%s)" % (c, o) for c, o in zip(coords, self.offsets)]
         if len(coords) == 1:
             coords = ["0"] + coords
-        return "cake::smem::at<%s, %d, %d, %d>(%s, %s, %s)" % (
-            self.ctype, self.rows, self.cols, self.sr.span, self.base, coords[-2], coords[-1])
+        return "<%s, %d, %d, %d>(%s, %s, %s" % (self.ctype, self.rows, self.cols, self.sr.span, self.base, coords[-2], coords[-1])
+
+    def lvalue(self, coords):
+        return "cake::smem::at%s)" % self._at(coords)
+
+    def load_pair(self, coords):
+        """float2 of elements coords and coords + (0, 1) (the column even; only when self.pairs)."""
+        return "cake::smem::load_pair%s)" % self._at(coords)
+
+    def store_pair(self, coords, a, b):
+        """Statement storing floats a, b at coords and coords + (0, 1) (only when self.pairs)."""
+        return "cake::smem::store_pair%s, %s, %s);" % (self._at(coords), a, b)
 
     @property
     def elements(self):

@@ -109,6 +109,12 @@ class Fragment:
         return list(reversed(coords)) or ["0"]
 
     @property
+    def column_pairs(self):
+        """Whether values i, i + 1 (i even) are one row's columns c, c + 1 with c even (accumulators)."""
+        acc = self.layout in (L.FRAGMENT_LAYOUT_WGMMA_ACC, L.FRAGMENT_LAYOUT_MMA_ACC)
+        return acc and self.ctype == "float" and self.count is not None and self.count % 2 == 0
+
+    @property
     def is_rows(self):
         return self.layout in (L.FRAGMENT_LAYOUT_WGMMA_ROWS, L.FRAGMENT_LAYOUT_MMA_ROWS)
 

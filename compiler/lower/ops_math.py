@@ -2,7 +2,8 @@
 solves and atomics (top-k lists: ops_topk.py).
 
 Register destinations are walked element by element through their Fragment (the
-thread's own elements and their coordinates); shared destinations cooperatively by
+thread's own elements and their coordinates; an accumulator's column pairs together when a
+shared tile operand can be read a pair per access); shared destinations cooperatively by
 the role's threads. Operands are read at the destination element's coordinates with
 the broadcasting rule of ir.proto's Operand.tile (compiler/ir/operands.py).
 """
@@ -45,6 +46,9 @@ _REDUCE = {
     ir_pb2.REDUCE_OP_MAX: ("cake::warp::Max", "-INFINITY"),
     ir_pb2.REDUCE_OP_MIN: ("cake::warp::Min", "INFINITY"),
 }
+
+# The longest line a shared scan reads into registers before summing (64 floats per thread).
+SCAN_LINE_IN_REGISTERS = 64
 
 # Lanes that share a row of each accumulator layout: a quad (xor 1, 2).
 _ROW_LANES = {
@@ -133,12 +137,46 @@ def elementwise(em, op, path):
     if len(op.srcs) != arity:
         raise LoweringError(path, "this elementwise op takes %d operands, got %d" % (arity, len(op.srcs)))
     dst = _target(em, op.dst, path + ".dst")
+    if _elementwise_pairs(em, op, dst, template, path):
+        return
 
     def body(i, coords, lvalue, ctype):
         vals = [operand_value(em, s, dst, i, coords, "%s.srcs[%d]" % (path, k)) for k, s in enumerate(op.srcs)]
         em.w.line("%s = cake::convert<%s>(%s);" % (lvalue, ctype, template.format(*vals)))
 
     _for_each(em, dst, body)
+
+
+def paired_operand(em, opnd, dst, path):
+    """The SharedAccess of a shared tile operand read one column pair per access onto an accumulator
+    fragment `dst` (its columns are the destination's: not broadcast along them), else None."""
+    if opnd.WhichOneof("kind") != "tile" or opnd.tile.region in em.ctx.registers:
+        return None
+    acc = SharedAccess(em, opnd.tile, path)
+    return acc if acc.pairs and acc.shape[-1] == dst.shape[-1] > 1 else None
+
+
+def _elementwise_pairs(em, op, dst, template, path):
+    """An accumulator destination with a shared tile operand: two values per step, each such operand
+    read with one access per column pair (half the shared accesses and their address arithmetic)."""
+    if not (isinstance(dst, Fragment) and dst.column_pairs):
+        return False
+    paired = [paired_operand(em, s, dst, "%s.srcs[%d]" % (path, k)) for k, s in enumerate(op.srcs)]
+    if not any(paired):
+        return False
+    w = em.w
+    w.line("#pragma unroll")
+    with w.block("for (int i = 0; i < %d; i += 2)" % dst.count):
+        coords = [dst.coords("i"), dst.coords("(i + 1)")]
+        for k, acc in enumerate(paired):
+            if acc:
+                w.line("const float2 p%d = %s;" % (k, acc.load_pair(operands.trailing_coords(acc.shape, coords[0]))))
+        for half, i in enumerate(("i", "(i + 1)")):
+            vals = ["p%d.%s" % (k, "xy"[half]) if acc else
+                    operand_value(em, s, dst, i, coords[half], "%s.srcs[%d]" % (path, k))
+                    for k, (s, acc) in enumerate(zip(op.srcs, paired))]
+            w.line("%s = cake::convert<%s>(%s);" % (dst.elem(i), dst.ctype, template.format(*vals)))
+    return True
 
 
 def _rows_reduction(em, src, dst, path):
@@ -278,12 +316,24 @@ def scan(em, op, path):
         if src.shape != dst.shape or op.axis not in (0, 1):
             raise LoweringError(path, "a shared scan writes a tile of its source's shape along axis 0 or 1")
         # One running sum per line across the axis, a line per thread: each element is read
-        # once, so the scan may also run in place.
+        # once, so the scan may also run in place. A short line is read whole into registers
+        # first: the reads then issue back to back instead of one shared-memory latency per
+        # element (in place, the compiler cannot move a read above the previous element's write).
         n, lines = src.shape[op.axis], src.shape[1 - op.axis]
+        rc = ["k", "l"] if op.axis == 0 else ["l", "k"]
         with w.block("for (int l = cake_thread; l < %d; l += %d)" % (lines, em.role.threads)):
+            if n <= SCAN_LINE_IN_REGISTERS:
+                w.line("float x[%d];" % n)
+                w.line("#pragma unroll")
+                w.line("for (int k = 0; k < %d; ++k) x[k] = cake::to_float(%s);" % (n, src.lvalue(rc)))
+                w.line("float run = 0.0f;")
+                w.line("#pragma unroll")
+                with w.block("for (int k = 0; k < %d; ++k)" % n):
+                    step = "run; run += x[k]" if op.exclusive else "(run += x[k])"
+                    w.line("%s = cake::convert<%s>(%s);" % (dst.lvalue(rc), dst.ctype, step))
+                return
             w.line("float run = 0.0f;")
             with w.block("for (int k = 0; k < %d; ++k)" % n):
-                rc = ["k", "l"] if op.axis == 0 else ["l", "k"]
                 w.line("const float x = cake::to_float(%s);" % src.lvalue(rc))
                 if not op.exclusive:
                     w.line("run += x;")

@@ -1,4 +1,4 @@
-"""Math printers: shared scans run one running sum per line; an inverse into registers is blocked; refusals name paths."""
+"""Math printers: shared scans run one running sum per line (short lines read into registers first); an inverse into registers is blocked; refusals name paths."""
 
 import re
 
@@ -32,16 +32,19 @@ def _body(source, op):
     return source[start:end]
 
 
-def test_shared_scan_is_one_running_sum_per_column():
+def test_shared_scan_is_one_running_sum_per_column_read_whole_into_registers_first():
     body = _body(lower(_solve_and_scan()).source, "scan")
     assert "for (int l = cake_thread; l < 128; l += 128)" in body
-    assert "for (int k = 0; k < 64; ++k)" in body and "run += x;" in body
-    assert body.count("for (") == 2  # each element is read once: no per-element prefix loop
+    # a 64-element line: all its reads, then the running sum and the writes
+    assert "float x[64];" in body and "(run += x[k])" in body
+    assert body.index("x[k] = cake::to_float") < body.index("(run += x[k])")
+    assert body.count("for (") == 3  # each element is read once: no per-element prefix loop
 
 
-def test_scan_along_rows_walks_each_row():
+def test_scan_along_long_rows_reads_as_it_sums():
     body = _body(lower(_solve_and_scan(axis=1)).source, "scan")
     assert "for (int l = cake_thread; l < 64; l += 128)" in body and "k < 128" in body
+    assert "float x[" not in body and "run += x;" in body  # 128 floats a line: too many registers
 
 
 def test_scan_into_another_shape_is_refused_at_its_path():

@@ -121,6 +121,8 @@ def copy(em, op, path):
         other = dst if frag is src else src
         if frag is src and isinstance(other, GlobalAccess) and _store_pairs(em, frag, other):
             return
+        if isinstance(other, SharedAccess) and _shared_pairs(em, frag, other, frag is src):
+            return
         guard = "%s::writer() && " % frag.cls if (frag.is_rows or frag.is_cols) and frag is src else ""
         w.line("#pragma unroll")
         with w.block("for (int i = 0; i < %d; ++i)" % frag.count):
@@ -176,6 +178,24 @@ def _store_pairs(em, frag, dst):
             w.line("if (%s) %s = cake::convert<%s>(%s);" % (cond, lv, dst.ctype, frag.elem("i")))
             c2 = dst.in_bounds(["r", "c + 1"])
             w.line("if (%s) %s = cake::convert<%s>(%s);" % (c2, dst.lvalue(["r", "c + 1"]), dst.ctype, frag.elem("i + 1")))
+    return True
+
+
+def _shared_pairs(em, frag, tile, store):
+    """Accumulator <-> shared with one access per adjacent column pair (cake::smem::load_pair /
+    store_pair), when the tile's pairs are aligned words (SharedAccess.pairs)."""
+    if not (frag.column_pairs and tile.pairs and tile.shape[-1] == frag.shape[-1]):
+        return False
+    w = em.w
+    w.line("#pragma unroll")
+    with w.block("for (int i = 0; i < %d; i += 2)" % frag.count):
+        coords = frag.coords("i")
+        if store:
+            w.line(tile.store_pair(coords, frag.elem("i"), frag.elem("i + 1")))
+        else:
+            w.line("const float2 p = %s;" % tile.load_pair(coords))
+            w.line("%s = p.x;" % frag.elem("i"))
+            w.line("%s = p.y;" % frag.elem("i + 1"))
     return True
 
 

@@ -14,7 +14,7 @@ The work runs as two CAKE IR kernels (kernels/kda/schedules.py, sm_90a): the par
 intra-chunk phase, then the state chain split over V. Before them, in torch: the
 optional L2 norm, gate and beta activations (fla's formulas), and padding of each
 sequence to whole 64-token chunks with rows that leave the result unchanged (g = 0,
-beta = 0, k = v = 0). `plan(...)` says what a call will launch.
+beta = 0, k = v = 0). `plan(...)` says what a call will launch; `phases(...)` gives its two kernels as launches to time alone.
 
 Registered as the torch custom op `cake::chunk_kda` with a fake implementation.
 """
@@ -204,9 +204,9 @@ def _runners(scale):
             CompiledKernelRunner(prebuilt.load(chain, what="KDA state chain")))
 
 
-def _forward(q, k, v, g, beta, scale, initial_state, use_qk_l2norm, use_gate, A_log, dt_bias, lower_bound,
+def _prepare(q, k, v, g, beta, scale, initial_state, use_qk_l2norm, use_gate, A_log, dt_bias, lower_bound,
              use_beta_sigmoid, varlen, p):
-    """(o [B, T, H, V] bf16, final state [N, H, K, V] f32) of checked arguments."""
+    """The two kernels' arguments for checked arguments: (intra args, chain args, o, ht), o and ht padded."""
     B, T, H, K = q.shape
     if not q.is_cuda or torch.cuda.get_device_capability(q.device) != (9, 0):
         raise ValueError("q must be on an sm_90 (Hopper) CUDA device for CAKE's chunk_kda, got %s" % q.device)
@@ -226,11 +226,36 @@ def _forward(q, k, v, g, beta, scale, initial_state, use_qk_l2norm, use_gate, A_
         h0t = initial_state.transpose(-1, -2).contiguous()
     o = torch.empty((n, tp, H, HEAD), dtype=torch.bfloat16, device=dev)
     ht = torch.empty((n, H, HEAD, K), dtype=torch.float32, device=dev)
-    intra, chain = _runners(float(scale))
     flat = lambda t: t.reshape(n * tp, H * HEAD)  # noqa: E731  [N, T, H, K] -> [N T, H K], no copy
-    intra(q=flat(qp), k=flat(kp), v=flat(vp), g=flat(gp), beta=bp.transpose(1, 2).contiguous(), **ws)
-    chain(h0t=h0t, o=o.view(n, tp, H * HEAD), ht=ht, **ws)
-    return _unpad(o, p, varlen, T), ht.transpose(-1, -2)
+    intra = dict(q=flat(qp), k=flat(kp), v=flat(vp), g=flat(gp), beta=bp.transpose(1, 2).contiguous(), **ws)
+    return intra, dict(h0t=h0t, o=o.view(n, tp, H * HEAD), ht=ht, **ws), o, ht
+
+
+def _forward(q, k, v, g, beta, scale, initial_state, use_qk_l2norm, use_gate, A_log, dt_bias, lower_bound,
+             use_beta_sigmoid, varlen, p):
+    """(o [B, T, H, V] bf16, final state [N, H, K, V] f32) of checked arguments."""
+    intra_args, chain_args, o, ht = _prepare(q, k, v, g, beta, scale, initial_state, use_qk_l2norm, use_gate, A_log,
+                                             dt_bias, lower_bound, use_beta_sigmoid, varlen, p)
+    intra, chain = _runners(float(scale))
+    intra(**intra_args)
+    chain(**chain_args)
+    return _unpad(o, p, varlen, q.shape[1]), ht.transpose(-1, -2)
+
+
+def phases(q, k, v, g, beta, scale=None, initial_state=None, output_final_state=False, use_qk_l2norm_in_kernel=False,
+           use_gate_in_kernel=False, A_log=None, dt_bias=None, lower_bound=None, use_beta_sigmoid_in_kernel=False,
+           cu_seqlens=None, **kwargs):
+    """chunk_kda's two kernels as zero-argument launches {"intra": f, "chain": f} on these inputs (the torch
+    passes done once, up front), for timing each phase alone; "intra_args" holds the intra kernel's
+    arguments (to time another intra schedule on the same inputs)."""
+    p = check_arguments(q, k, v, g, beta, scale, initial_state, output_final_state, use_qk_l2norm_in_kernel, use_gate_in_kernel,
+                        A_log, dt_bias, lower_bound, use_beta_sigmoid_in_kernel, cu_seqlens, kwargs)
+    scale = q.shape[-1] ** -0.5 if scale is None else float(scale)
+    intra_args, chain_args, _, _ = _prepare(q, k, v, g, beta, scale, initial_state, use_qk_l2norm_in_kernel,
+                                            use_gate_in_kernel, A_log, dt_bias, lower_bound,
+                                            use_beta_sigmoid_in_kernel, cu_seqlens is not None, p)
+    intra, chain = _runners(scale)
+    return {"intra": lambda: intra(**intra_args), "chain": lambda: chain(**chain_args), "intra_args": intra_args}
 
 
 @torch.library.custom_op("cake::chunk_kda", mutates_args=())

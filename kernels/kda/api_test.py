@@ -1,4 +1,4 @@
-"""chunk_kda on CPU: the launch plan, fla's gate and norm formulas, and every argument error names its argument."""
+"""chunk_kda (and its per-phase launches) on CPU: the launch plan, fla's gate and norm formulas, and every argument error names its argument."""
 
 import pytest
 import torch
@@ -107,3 +107,10 @@ def test_zero_length_sequences_keep_their_state():
 def test_gate_parameters_without_the_in_kernel_gate_are_ignored_as_fla_ignores_them():
     with pytest.raises(ValueError, match="^q must be on an sm_90"):  # past every argument check
         api.chunk_kda(**_args(A_log=torch.zeros(2), dt_bias=torch.zeros(7), lower_bound=-5.0))
+
+
+def test_phases_checks_its_arguments_as_chunk_kda_does():
+    with pytest.raises(ValueError, match="^scale .*positive"):
+        api.phases(**_args(scale=-1.0), output_final_state=True)
+    with pytest.raises(ValueError, match="^q must be on an sm_90"):  # past every argument check
+        api.phases(**_args(), output_final_state=True)

@@ -7,10 +7,11 @@ T = 131072 H = 16, all B = 1, K = V = 128, with FlashKDA's benchmark inputs: bf1
 lower_bound = -5), beta logits (sigmoid in kernel), an fp32 initial state and the final
 state out. Every implementation is checked first against a float64 chunked reference
 of the same activated inputs (relative L2 of o and of the final state at most
---tolerance); then timed with triton.testing.do_bench (median, L2 flushed between reps).
+--tolerance); then timed with triton.testing.do_bench (median, L2 flushed between reps),
+ours also per phase (the intra-chunk and chain kernels alone, `phases_ms`).
 fla runs with FLA_FLASH_KDA=0 under inference mode, so its own Triton kernels are timed.
 
-    python3 -m kernels.kda.bench [--out FILE] [--cases fixed,varlen,long] [--checks-only] [--peer-seconds S]
+    python3 -m kernels.kda.bench [--out FILE] [--cases fixed,varlen,long|long32k] [--checks-only] [--peer-seconds S]
 
 Ours runs at every shape first; the peers then shape by shape, T = 32768 H = 32 first, while
 --peer-seconds of the run are left (fla's first call at a shape autotunes its Triton kernels
@@ -42,8 +43,10 @@ def cases(which):
                 out += [(lens, heads) for lens in FLASHKDA_SETS[name]]
         elif name == "long":
             out += LONG
+        elif name == "long32k":  # the 2x-fla shape alone
+            out += LONG[:1]
         else:
-            raise SystemExit("unknown case set %r (fixed, varlen, long)" % name)
+            raise SystemExit("unknown case set %r (fixed, varlen, long, long32k)" % name)
     return out
 
 
@@ -150,9 +153,20 @@ def correctness_inputs(case, gen, dev="cuda"):
 
 
 def _time(fn, kw):
+    return time_call(lambda: fn(**kw))
+
+
+def time_call(launch):
+    """Median ms of a zero-argument launch (triton.testing.do_bench, L2 flushed between reps)."""
     from triton.testing import do_bench
 
-    return do_bench(lambda: fn(**kw), warmup=25, rep=200, return_mode="median")
+    return do_bench(launch, warmup=25, rep=200, return_mode="median")
+
+
+def phase_times(kw):
+    """ms of chunk_kda's two kernels, each alone, on these inputs (the torch passes excluded)."""
+    launches = api.phases(**kw)
+    return {name: time_call(launches[name]) for name in ("intra", "chain")}
 
 
 def _cell(entry):
@@ -171,6 +185,7 @@ def bench(args, gen, result):
         entry = {"check": check(api.chunk_kda, kw, want, args.tolerance)}
         if entry["check"]["passed"]:
             entry["median_ms"] = _time(api.chunk_kda, kw)
+            entry["phases_ms"] = phase_times(kw)
         row = {"shape": shape, "impls": {"cake": entry}}
         published = FLASHKDA_H200_MS.get((sum(lens), heads, "fixed" if len(lens) == 1 else "varlen"))
         if published:
@@ -180,7 +195,8 @@ def bench(args, gen, result):
         result["forward"].append(row)
         rows.append((row, kw, want))
         _write(args.out, result)  # row by row: a run cut short keeps what it measured
-        print("T=%-6d H=%-3d %-40s cake %s" % (sum(lens), heads, str(lens if len(lens) > 1 else "fixed"), _cell(entry)))
+        print("T=%-6d H=%-3d %-40s cake %s %s" % (sum(lens), heads, str(lens if len(lens) > 1 else "fixed"), _cell(entry),
+                                                  entry.get("phases_ms", "")))
     peers = implementations()
     peers.pop("cake")
     order = sorted(rows, key=lambda r: (r[0]["shape"]["T"] != 32768, r[0]["shape"]["seq_lens"] is not None))

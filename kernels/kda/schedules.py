@@ -29,6 +29,7 @@ k = v = 0 rows, which leave the state and every earlier output unchanged).
 """
 
 from compiler.ir.builder import KernelBuilder, block, coord
+from compiler.targets import registers
 from kernels.gemm.idioms import init_barriers
 
 C = 64  # tokens per chunk: one wgmma row window
@@ -73,10 +74,14 @@ def _publish(r, wg):
 def intra_sm90a(scale=HEAD**-0.5, name="kda_intra_sm90a"):
     """Phase 1: per (chunk, head, batch) the chunk's matrices (module docstring) into the workspace.
 
-    Two consumer warpgroups share the work: `wa` builds the left factors of A and the
-    first half of the right factors, then runs A, the inverse and W; `wb` builds the left
-    factors of P and the second half, then runs P, U, qg and kd. They meet at the
-    256-thread barrier `both` wherever one reads what the other wrote.
+    Two consumer warpgroups split the key columns: warpgroup `wa` owns columns 0..63 and `wb`
+    columns 64..127 of every gated tile. Each holds its half of the gate cumsum G in registers
+    for the whole block (one shared read of G per element instead of one per sub-chunk and
+    factor), and from one exponent difference per sub-chunk builds its halves of all three
+    operand tiles (left factors of A and P, the shared right factor). The products contract over
+    both halves: `wa` runs A, the inverse and W, U of its half; `wb` runs P, then, while `wa`
+    inverts, qg, kd and W's and U's right operands of both halves, then W, U of its half. They
+    meet at the 256-thread barrier `both` wherever one reads what the other wrote.
     """
     kb = KernelBuilder(name, target="sm_90a")
     B, H, T = _symbols(kb)
@@ -95,44 +100,45 @@ def intra_sm90a(scale=HEAD**-0.5, name="kda_intra_sm90a"):
     kb.grid(T // C, H, B)
 
     sq, sk, sv = (kb.shared(n, "bf16", [C, HEAD], swizzle="128b") for n in ("sq", "sk", "sv"))
-    sG = kb.shared("sG", "f32", [C, HEAD])  # g, then its cumsum in place
-    # Operand tiles of the four sub-chunk products, then of W and U (halves of 64 columns).
-    skp, sqp, skm = (kb.shared(n, "bf16", [C, HEAD], swizzle="128b") for n in ("skp", "sqp", "skm"))
-    skbg, svb = (kb.shared(n, "bf16", [C, HALF], swizzle="128b") for n in ("skbg", "svb"))
+    # g, then its cumsum in place; swizzled so that reads in the accumulator layout are 2-way
+    # bank conflicted, not 8-way (a plain f32 row is 128 words: its 8 rows of a read share banks).
+    sG = kb.shared("sG", "f32", [C, HEAD], swizzle="128b")
+    # Operand tiles of the four sub-chunk products, two stages: sub-chunk blk builds stage blk % 2
+    # while the products of blk - 1 run. After them stage 0 of skp holds beta k e^G and of sqp
+    # beta v, the right operands of W and U.
+    skp, sqp, skm = (kb.shared(n, "bf16", [C, HEAD], stages=2, swizzle="128b") for n in ("skp", "sqp", "skm"))
     sA = kb.shared("sA", "f32", [C, C])
     sT = kb.shared("sT", "bf16", [C, C], swizzle="128b")
     sgl = kb.shared("sgl", "f32", [1, HEAD])
-    # smask[i, I] = 1 where token i is in sub-chunk I; sbase is scratch for building it.
-    smask, sbase = (kb.shared(n, "f32", [C, C // SUB]) for n in ("smask", "sbase"))
     in_bytes = C * HEAD * (2 * 3 + 4)
     full = kb.mbarrier("full", arrivals=1, tx_bytes=in_bytes)
     both = kb.named_barrier("both", threads=256)
     c, h, b = block.x, block.y, block.z
     row0 = b * T + c * C
 
-    with kb.role("load", "producer", warps=1) as r:
+    producer_regs, consumer_regs = registers.producer_consumer_split("sm_90a", 128, 40, 256)
+    with kb.role("load", "producer", warpgroups=1, registers=producer_regs) as r:
         init_barriers(r, full)
-        with r.if_(r.elected):
+        with r.if_((r.warp == 0) & r.elected):
             r.expect_tx(full[0], in_bytes)
             for src, dst in ((q, sq), (k, sk), (v, sv), (g, sG)):
                 r.tma_load(src[row0, h * HEAD], dst.all, full[0])
 
-    def half(t, hc):
-        return t.tile(window=[(0, C), (hc, HALF)])
+    def half(t, hc, stage=None):
+        return t.tile(stage=stage, window=[(0, C), (hc, HALF)])
 
     def row(i, hc):
         return sG.tile(window=[(i, 1), (hc, HALF)])
 
-    def consumer(role, *products):
-        """A consumer warpgroup's fragments (X, Y: exponentials and gated halves; then its two
-        products), its beta rows and its own barrier."""
-        regs = [kb.registers("%s_%s" % (n, role), "f32", [C, HALF], layout="wgmma_acc", owner=role)
-                for n in ("X", "Y") + products]
-        beta_r = kb.registers("beta_%s" % role, "f32", [C], layout="wgmma_rows", owner=role)
-        return regs, beta_r, kb.named_barrier("wg_%s" % role, threads=128)
-
-    (Xa, Ya, acc_a, w_a), beta_a, wg_a = consumer("wa", "A", "W")  # A, then T; W by halves
-    (Xb, Yb, acc_p, u_b), beta_b, wg_b = consumer("wb", "P", "U")  # P; U by halves
+    def consumer(role):
+        """A consumer warpgroup's fragments: G, K (its halves of the cumsum and of k, kept for the
+        block), X (exponents, then factors), Y (gated products), its two product accumulators; its
+        beta rows, the sub-chunk row mask and its own barrier."""
+        frags = [kb.registers("%s_%s" % (n, role), "f32", [C, HALF], layout="wgmma_acc", owner=role)
+                 for n in ("G", "K", "X", "Y", "acc", "out")]
+        rows = [kb.registers("%s_%s" % (n, role), "f32", [C], layout="wgmma_rows", owner=role)
+                for n in ("beta", "mask")]
+        return frags, rows, kb.named_barrier("wg_%s" % role, threads=128)
 
     def gated(r, Y, dst, src, *factors):
         r.ew("mul", Y.all, src, factors[0])
@@ -140,103 +146,102 @@ def intra_sm90a(scale=HEAD**-0.5, name="kda_intra_sm90a"):
             r.ew("mul", Y.all, Y.all, f)
         r.copy(Y.all, dst)
 
-    def left_factors(r, X, Y, blk, dst, src):
-        """dst = src e^(G_i - G_r) on the rows of sub-chunk blk (r = its first row), zero elsewhere."""
-        ref = blk * SUB
-        for hc in (0, HALF):
-            r.ew("sub", X.all, half(sG, hc), row(ref, hc))
-            r.ew("min", X.all, X.all, 0.0)
-            r.ew("exp", X.all, X.all)
-            r.ew("mul", X.all, X.all, smask.tile(window=[(0, C), (blk, 1)]))
-            gated(r, Y, half(dst, hc), half(src, hc), X.all)
-
-    def right_factors(r, X, Y, blk, hc):
-        """skm's half hc: k e^(G_r - G_j), clamped where only masked entries use it."""
-        r.ew("sub", X.all, row(blk * SUB, hc), half(sG, hc))
-        r.ew("min", X.all, X.all, CLAMP)
-        r.ew("exp", X.all, X.all)
-        gated(r, Y, half(skm, hc), half(sk, hc), X.all)
-
-    def start(r, beta_r, cols):
-        """Meet the init, wait for the inputs, read beta; the cumsum of the gate columns `cols`, in place."""
+    def start(r, beta_r, G, K, wg, hc):
+        """Meet the init, wait for the inputs, read beta; the cumsum of this half's gate columns in
+        place, then that half and this half of k into registers."""
         r.block_sync()
         r.wait(full[0], phase=0)
         r.copy(beta[b, h, c * C], beta_r.all)
-        r.scan(sG.tile(window=[(0, C), (cols, HALF)]), sG.tile(window=[(0, C), (cols, HALF)]), 0, "role")
+        r.copy(half(sk, hc), K.all)
+        r.scan(half(sG, hc), half(sG, hc), 0, "role")
+        r.named_sync(wg)
+        r.copy(half(sG, hc), G.all)
 
-    with kb.role("wa", "consumer", warpgroups=1) as r:
-        start(r, beta_a, 0)
-        # The sub-chunk masks: [16 I <= i] * [i - 16 I < 16].
-        r.ew("mul", sbase.all, coord(1), float(SUB))
-        r.named_sync(wg_a)
-        r.ew("le", smask.all, sbase.all, coord(0))
-        r.named_sync(wg_a)
-        r.ew("sub", sbase.all, coord(0), sbase.all)
-        r.named_sync(wg_a)
-        r.ew("lt", sbase.all, sbase.all, float(SUB))
-        r.named_sync(wg_a)
-        r.ew("mul", smask.all, smask.all, sbase.all)
-        r.named_sync(both)
+    def sub_chunk_tiles(r, G, K, X, Y, mask, blk, hc):
+        """This half of the three operand tiles of row block blk (reference row ref = 16 blk, stage blk % 2):
+        skm = k e^min(G_ref - G_j, CLAMP) (clamped where only masked entries use it) and, on the
+        rows of block blk only (zero elsewhere), skp = k e^min(G_i - G_ref, 0), sqp alike of q."""
+        ref, s = blk * SUB, blk % 2
+        r.ew("sub", X.all, G.all, row(ref, hc))
+        r.ew("neg", Y.all, X.all)
+        r.ew("min", Y.all, Y.all, CLAMP)
+        r.ew("exp", Y.all, Y.all)
+        gated(r, Y, half(skm, hc, s), K.all, Y.all)
+        # mask = [|i - ref - 7.5| < 8]: the rows ref .. ref + 15.
+        r.ew("sub", mask.all, coord(0), ref + (SUB - 1) / 2.0)
+        r.ew("abs", mask.all, mask.all)
+        r.ew("lt", mask.all, mask.all, SUB / 2.0)
+        r.ew("min", X.all, X.all, 0.0)
+        r.ew("exp", X.all, X.all)
+        r.ew("mul", X.all, X.all, mask.all)
+        gated(r, Y, half(skp, hc, s), K.all, X.all)
+        gated(r, Y, half(sqp, hc, s), half(sq, hc), X.all)
+
+    def products(r, G, K, X, Y, acc, mask, left, hc):
+        """The four sub-chunk products left . skm^T summed into acc (A for skp, P for sqp), each
+        warpgroup's product of blk running while both build the tiles of blk + 1."""
         for blk in range(C // SUB):
-            left_factors(r, Xa, Ya, blk, skp, sk)
-            right_factors(r, Xa, Ya, blk, 0)
+            s = blk % 2
+            if blk >= 2:
+                r.mma_wait(1)  # this warpgroup's product of blk - 2 is done ...
+                r.named_sync(both)  # ... and the other's: stage s may be rebuilt
+            sub_chunk_tiles(r, G, K, X, Y, mask, blk, hc)
             r.fence("proxy_async")
             r.named_sync(both)
-            r.mma("wgmma", skp.all, skm.all, acc_a.all, accumulate=0 if blk == 0 else 1)
-            r.mma_wait(0)
-            r.named_sync(both)  # both products are done before the tiles are rebuilt
+            r.mma("wgmma", left[s], skm[s], acc.all, accumulate=0 if blk == 0 else 1)
+        r.mma_wait(0)
+        r.named_sync(both)  # both products are done before the tiles are reused
+
+    def outputs(r, G, K, X, Y, beta_r, hc):
+        """Column half hc of qg, kd and of W's and U's right operands (into skp, sqp, free now), from
+        that half of G and k (register fragments, or the shared tiles' windows)."""
+        r.ew("exp", X.all, G)
+        gated(r, Y, half(skp, hc, 0), K, X.all, beta_r.all)
+        gated(r, Y, ws["qg"][b, h, c * C, hc], half(sq, hc), X.all, scale)
+        r.ew("sub", X.all, row(C - 1, hc), G)
+        r.ew("exp", X.all, X.all)
+        gated(r, Y, ws["kd"][b, h, c * C, hc], K, X.all)
+        gated(r, Y, half(sqp, hc, 0), half(sv, hc), beta_r.all)
+
+    def w_and_u(r, w, u, hc):
+        """This half of wneg = -T (beta k e^G) and ut = T (beta v), once sT and both halves are in."""
+        r.named_sync(both)
+        r.mma("wgmma", sT.all, half(skp, hc, 0), w.all, accumulate=0, b_major="mn")
+        r.mma("wgmma", sT.all, half(sqp, hc, 0), u.all, accumulate=0, b_major="mn")
+        r.mma_wait(0)
+        r.ew("neg", w.all, w.all)
+        r.copy(w.all, ws["wneg"][b, h, c * C, hc])
+        r.copy(u.all, ws["ut"][b, h, c * C, hc])
+
+    (Ga, Ka, Xa, Ya, acc_a, out_a), (beta_a, mask_a), wg_a = consumer("wa")  # acc: A, then T, then U
+    (Gb, Kb, Xb, Yb, acc_b, out_b), (beta_b, mask_b), wg_b = consumer("wb")  # acc: P, then U
+
+    with kb.role("wa", "consumer", warpgroups=1, registers=consumer_regs) as r:
+        start(r, beta_a, Ga, Ka, wg_a, 0)
+        products(r, Ga, Ka, Xa, Ya, acc_a, mask_a, skp, 0)
         # A = beta (products); the inverse reads only its strictly lower part.
         r.ew("mul", acc_a.all, acc_a.all, beta_a.all)
         r.copy(acc_a.all, sA.all)
         r.named_sync(wg_a)
-        r.tri_solve(sA.all, acc_a.all, lower=True, unit_diagonal=True)
+        r.tri_solve(sA.all, acc_a.all, lower=True, unit_diagonal=True)  # meanwhile wb writes both halves' outputs
         r.copy(acc_a.all, sT.all)
         r.fence("proxy_async")
-        r.named_sync(both)  # sT is wb's operand too
-        for hc in (0, HALF):
-            r.ew("exp", Xa.all, half(sG, hc))
-            gated(r, Ya, skbg.all, half(sk, hc), Xa.all, beta_a.all)
-            _publish(r, wg_a)
-            r.mma("wgmma", sT.all, skbg.all, w_a.all, accumulate=0, b_major="mn")
-            r.ew("sub", Xa.all, row(C - 1, hc), half(sG, hc))
-            r.ew("exp", Xa.all, Xa.all)
-            gated(r, Ya, ws["kd"][b, h, c * C, hc], half(sk, hc), Xa.all)
-            r.mma_wait(0)
-            r.ew("neg", w_a.all, w_a.all)
-            r.copy(w_a.all, ws["wneg"][b, h, c * C, hc])
-            r.named_sync(wg_a)  # skbg is rebuilt for the next half
+        w_and_u(r, out_a, acc_a, 0)
         r.ew("exp", sgl.all, sG.tile(window=[(C - 1, 1), (0, HEAD)]))
         r.named_sync(wg_a)
         r.copy(sgl.all, ws["gl"][b, h, c, 0])
 
-    with kb.role("wb", "consumer", warpgroups=1) as r:
-        start(r, beta_b, HALF)
-        r.named_sync(both)
-        for blk in range(C // SUB):
-            left_factors(r, Xb, Yb, blk, sqp, sq)
-            right_factors(r, Xb, Yb, blk, HALF)
-            r.fence("proxy_async")
-            r.named_sync(both)
-            r.mma("wgmma", sqp.all, skm.all, acc_p.all, accumulate=0 if blk == 0 else 1)
-            r.mma_wait(0)
-            r.named_sync(both)
+    with kb.role("wb", "consumer", warpgroups=1, registers=consumer_regs) as r:
+        start(r, beta_b, Gb, Kb, wg_b, HALF)
+        products(r, Gb, Kb, Xb, Yb, acc_b, mask_b, sqp, HALF)
         r.ew("le", Xb.all, coord(1), coord(0))
-        r.ew("mul", acc_p.all, acc_p.all, Xb.all)
-        r.ew("mul", acc_p.all, acc_p.all, scale)
-        r.copy(acc_p.all, ws["pm"][b, h, c * C, 0])
-        for hc in (0, HALF):
-            gated(r, Yb, svb.all, half(sv, hc), beta_b.all)
-            r.ew("exp", Xb.all, half(sG, hc))
-            gated(r, Yb, ws["qg"][b, h, c * C, hc], half(sq, hc), Xb.all, scale)
-            r.fence("proxy_async")
-            if hc == 0:
-                r.named_sync(both)  # wa's sT is complete
-            else:
-                r.named_sync(wg_b)
-            r.mma("wgmma", sT.all, svb.all, u_b.all, accumulate=0, b_major="mn")
-            r.mma_wait(0)
-            r.copy(u_b.all, ws["ut"][b, h, c * C, hc])
-            r.named_sync(wg_b)  # svb is rebuilt for the next half
+        r.ew("mul", acc_b.all, acc_b.all, Xb.all)
+        r.ew("mul", acc_b.all, acc_b.all, scale)
+        r.copy(acc_b.all, ws["pm"][b, h, c * C, 0])
+        outputs(r, Gb.all, Kb.all, Xb, Yb, beta_b, HALF)
+        outputs(r, half(sG, 0), half(sk, 0), Xb, Yb, beta_b, 0)  # wa's half too: wa runs the inverse
+        r.fence("proxy_async")
+        w_and_u(r, out_b, acc_b, HALF)
     return kb.build()
 
 

@@ -22,19 +22,28 @@ def test_verifies_without_findings(build):
 def test_intra_phase_sums_four_causal_sub_chunk_products_over_two_warpgroups():
     k = schedules.intra_sm90a()
     assert [r.name for r in k.roles] == ["load", "wa", "wb"]
-    mmas = [(m.a.region, m.b.region, m.acc.region, m.accumulate.int) for m in _ops(k, "mma")]
-    # wa: A over the four 16-token row blocks (the first overwrites), then W per 64-column half;
-    # wb: P alike, then U per half.
-    assert mmas == (
-        [("skp", "skm", "A_wa", int(i > 0)) for i in range(4)] + [("sT", "skbg", "W_wa", 0)] * 2
-        + [("sqp", "skm", "P_wb", int(i > 0)) for i in range(4)] + [("sT", "svb", "U_wb", 0)] * 2
-    )
+    mmas = [(m.a.region, m.a.stage.int, m.b.region, m.acc.region, m.accumulate.int) for m in _ops(k, "mma")]
+    # wa: A over the four 16-token row blocks (the first overwrites) on alternating tile stages,
+    # then W and U of its column half; wb: P alike, then W and U of its half.
+    per_role = lambda left, acc, w, u: (  # noqa: E731
+        [(left, i % 2, "skm", acc, int(i > 0)) for i in range(4)] + [("sT", 0, "skp", w, 0), ("sT", 0, "sqp", u, 0)])
+    assert mmas == per_role("skp", "acc_wa", "out_wa", "acc_wa") + per_role("sqp", "acc_wb", "out_wb", "acc_wb")
     (solve,) = _ops(k, "tri_solve")
-    assert solve.lower and solve.unit_diagonal and solve.a.region == "sA" and solve.x.region == "A_wa"
-    # Every left factor's exponent is capped at 0 and every right factor's clamped.
+    assert solve.lower and solve.unit_diagonal and solve.a.region == "sA" and solve.x.region == "acc_wa"
+    # Per row block and warpgroup, one exponent difference from the G kept in registers: the right
+    # factor's exponent clamped, the left factors' capped at 0.
+    subs = [(e.srcs[0].tile.region, e.srcs[1].tile.window[0].start.int) for e in _ops(k, "elementwise")
+            if e.op == ir_pb2.ELEMENTWISE_OP_SUB and e.srcs[0].tile.region in ("G_wa", "G_wb")]
+    assert subs == [("G_wa", 16 * i) for i in range(4)] + [("G_wb", 16 * i) for i in range(4)]
     mins = [e.srcs[1].imm for e in _ops(k, "elementwise") if e.op == ir_pb2.ELEMENTWISE_OP_MIN]
-    assert mins == [0.0, 0.0, schedules.CLAMP] * 8
+    assert mins == [schedules.CLAMP, 0.0] * 8
     assert k.launch.grid[0].binary.rhs.int == schedules.C  # one block per chunk
+
+
+def test_intra_phase_fits_one_block_per_sm_with_double_buffered_tiles():
+    k = schedules.intra_sm90a()
+    assert layout(k).requested <= 232448
+    assert [r.registers for r in k.roles] == [40, 232, 232]  # setmaxnreg: the producer's share to the consumers
 
 
 def test_chain_carries_the_transposed_state_through_four_products_per_chunk():

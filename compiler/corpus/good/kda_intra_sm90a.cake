@@ -102,34 +102,37 @@ kernel kda_intra_sm90a {
   region sq { space: shared  dtype: bf16  shape: [64, 128]  stages: 1  swizzle: 128b }
   region sk { space: shared  dtype: bf16  shape: [64, 128]  stages: 1  swizzle: 128b }
   region sv { space: shared  dtype: bf16  shape: [64, 128]  stages: 1  swizzle: 128b }
-  region sG { space: shared  dtype: f32  shape: [64, 128]  stages: 1 }
-  region skp { space: shared  dtype: bf16  shape: [64, 128]  stages: 1  swizzle: 128b }
-  region sqp { space: shared  dtype: bf16  shape: [64, 128]  stages: 1  swizzle: 128b }
-  region skm { space: shared  dtype: bf16  shape: [64, 128]  stages: 1  swizzle: 128b }
-  region skbg { space: shared  dtype: bf16  shape: [64, 64]  stages: 1  swizzle: 128b }
-  region svb { space: shared  dtype: bf16  shape: [64, 64]  stages: 1  swizzle: 128b }
+  region sG { space: shared  dtype: f32  shape: [64, 128]  stages: 1  swizzle: 128b }
+  region skp { space: shared  dtype: bf16  shape: [64, 128]  stages: 2  swizzle: 128b }
+  region sqp { space: shared  dtype: bf16  shape: [64, 128]  stages: 2  swizzle: 128b }
+  region skm { space: shared  dtype: bf16  shape: [64, 128]  stages: 2  swizzle: 128b }
   region sA { space: shared  dtype: f32  shape: [64, 64]  stages: 1 }
   region sT { space: shared  dtype: bf16  shape: [64, 64]  stages: 1  swizzle: 128b }
   region sgl { space: shared  dtype: f32  shape: [1, 128]  stages: 1 }
-  region smask { space: shared  dtype: f32  shape: [64, 4]  stages: 1 }
-  region sbase { space: shared  dtype: f32  shape: [64, 4]  stages: 1 }
+  region G_wa { space: register  dtype: f32  shape: [64, 64]  layout: wgmma_acc  owner: "wa" }
+  region K_wa { space: register  dtype: f32  shape: [64, 64]  layout: wgmma_acc  owner: "wa" }
   region X_wa { space: register  dtype: f32  shape: [64, 64]  layout: wgmma_acc  owner: "wa" }
   region Y_wa { space: register  dtype: f32  shape: [64, 64]  layout: wgmma_acc  owner: "wa" }
-  region A_wa { space: register  dtype: f32  shape: [64, 64]  layout: wgmma_acc  owner: "wa" }
-  region W_wa { space: register  dtype: f32  shape: [64, 64]  layout: wgmma_acc  owner: "wa" }
+  region acc_wa { space: register  dtype: f32  shape: [64, 64]  layout: wgmma_acc  owner: "wa" }
+  region out_wa { space: register  dtype: f32  shape: [64, 64]  layout: wgmma_acc  owner: "wa" }
   region beta_wa { space: register  dtype: f32  shape: [64]  layout: wgmma_rows  owner: "wa" }
+  region mask_wa { space: register  dtype: f32  shape: [64]  layout: wgmma_rows  owner: "wa" }
+  region G_wb { space: register  dtype: f32  shape: [64, 64]  layout: wgmma_acc  owner: "wb" }
+  region K_wb { space: register  dtype: f32  shape: [64, 64]  layout: wgmma_acc  owner: "wb" }
   region X_wb { space: register  dtype: f32  shape: [64, 64]  layout: wgmma_acc  owner: "wb" }
   region Y_wb { space: register  dtype: f32  shape: [64, 64]  layout: wgmma_acc  owner: "wb" }
-  region P_wb { space: register  dtype: f32  shape: [64, 64]  layout: wgmma_acc  owner: "wb" }
-  region U_wb { space: register  dtype: f32  shape: [64, 64]  layout: wgmma_acc  owner: "wb" }
+  region acc_wb { space: register  dtype: f32  shape: [64, 64]  layout: wgmma_acc  owner: "wb" }
+  region out_wb { space: register  dtype: f32  shape: [64, 64]  layout: wgmma_acc  owner: "wb" }
   region beta_wb { space: register  dtype: f32  shape: [64]  layout: wgmma_rows  owner: "wb" }
+  region mask_wb { space: register  dtype: f32  shape: [64]  layout: wgmma_rows  owner: "wb" }
   barrier full { kind: mbarrier  count: 1  arrivals: 1  tx_bytes: 81920 }
   barrier both { kind: named  count: 1  arrivals: 256 }
   barrier wg_wa { kind: named  count: 1  arrivals: 128 }
   barrier wg_wb { kind: named  count: 1  arrivals: 128 }
   role load {
     kind: producer
-    warps: 1
+    warpgroups: 1
+    registers: 40
     branch {
       cond: thread == 0
       then_body {
@@ -139,7 +142,7 @@ kernel kda_intra_sm90a {
     }
     block_sync {}
     branch {
-      cond: elected
+      cond: warp == 0 && elected
       then_body {
         mbarrier_expect_tx { barrier: full[0]  bytes: 81920 }
         tma_load { src: q[block.z * T + block.x * 64, block.y * 128]  dst: sq  barrier: full[0] }
@@ -152,145 +155,109 @@ kernel kda_intra_sm90a {
   role wa {
     kind: consumer
     warpgroups: 1
+    registers: 232
     block_sync {}
     mbarrier_wait { barrier: full[0]  phase: 0 }
     copy { src_global: beta[block.z, block.y, block.x * 64]  dst_tile: beta_wa }
+    copy { src_tile: sk[0 +: 64, 0 +: 64]  dst_tile: K_wa }
     scan { src: sG[0 +: 64, 0 +: 64]  dst: sG[0 +: 64, 0 +: 64]  scope: role }
-    elementwise { op: mul  dst: sbase  srcs: [coord(1), 16.0] }
     named_barrier_sync { barrier: "wg_wa" }
-    elementwise { op: le  dst: smask  srcs: [sbase, coord(0)] }
-    named_barrier_sync { barrier: "wg_wa" }
-    elementwise { op: sub  dst: sbase  srcs: [coord(0), sbase] }
-    named_barrier_sync { barrier: "wg_wa" }
-    elementwise { op: lt  dst: sbase  srcs: [sbase, 16.0] }
-    named_barrier_sync { barrier: "wg_wa" }
-    elementwise { op: mul  dst: smask  srcs: [smask, sbase] }
-    named_barrier_sync { barrier: "both" }
-    elementwise { op: sub  dst: X_wa  srcs: [sG[0 +: 64, 0 +: 64], sG[0 +: 1, 0 +: 64]] }
+    copy { src_tile: sG[0 +: 64, 0 +: 64]  dst_tile: G_wa }
+    elementwise { op: sub  dst: X_wa  srcs: [G_wa, sG[0 +: 1, 0 +: 64]] }
+    elementwise { op: neg  dst: Y_wa  srcs: [X_wa] }
+    elementwise { op: min  dst: Y_wa  srcs: [Y_wa, 80.0] }
+    elementwise { op: exp  dst: Y_wa  srcs: [Y_wa] }
+    elementwise { op: mul  dst: Y_wa  srcs: [K_wa, Y_wa] }
+    copy { src_tile: Y_wa  dst_tile: skm@0[0 +: 64, 0 +: 64] }
+    elementwise { op: sub  dst: mask_wa  srcs: [coord(0), 7.5] }
+    elementwise { op: abs  dst: mask_wa  srcs: [mask_wa] }
+    elementwise { op: lt  dst: mask_wa  srcs: [mask_wa, 8.0] }
     elementwise { op: min  dst: X_wa  srcs: [X_wa, 0.0] }
     elementwise { op: exp  dst: X_wa  srcs: [X_wa] }
-    elementwise { op: mul  dst: X_wa  srcs: [X_wa, smask[0 +: 64, 0 +: 1]] }
-    elementwise { op: mul  dst: Y_wa  srcs: [sk[0 +: 64, 0 +: 64], X_wa] }
-    copy { src_tile: Y_wa  dst_tile: skp[0 +: 64, 0 +: 64] }
-    elementwise { op: sub  dst: X_wa  srcs: [sG[0 +: 64, 64 +: 64], sG[0 +: 1, 64 +: 64]] }
-    elementwise { op: min  dst: X_wa  srcs: [X_wa, 0.0] }
-    elementwise { op: exp  dst: X_wa  srcs: [X_wa] }
-    elementwise { op: mul  dst: X_wa  srcs: [X_wa, smask[0 +: 64, 0 +: 1]] }
-    elementwise { op: mul  dst: Y_wa  srcs: [sk[0 +: 64, 64 +: 64], X_wa] }
-    copy { src_tile: Y_wa  dst_tile: skp[0 +: 64, 64 +: 64] }
-    elementwise { op: sub  dst: X_wa  srcs: [sG[0 +: 1, 0 +: 64], sG[0 +: 64, 0 +: 64]] }
-    elementwise { op: min  dst: X_wa  srcs: [X_wa, 80.0] }
-    elementwise { op: exp  dst: X_wa  srcs: [X_wa] }
-    elementwise { op: mul  dst: Y_wa  srcs: [sk[0 +: 64, 0 +: 64], X_wa] }
-    copy { src_tile: Y_wa  dst_tile: skm[0 +: 64, 0 +: 64] }
+    elementwise { op: mul  dst: X_wa  srcs: [X_wa, mask_wa] }
+    elementwise { op: mul  dst: Y_wa  srcs: [K_wa, X_wa] }
+    copy { src_tile: Y_wa  dst_tile: skp@0[0 +: 64, 0 +: 64] }
+    elementwise { op: mul  dst: Y_wa  srcs: [sq[0 +: 64, 0 +: 64], X_wa] }
+    copy { src_tile: Y_wa  dst_tile: sqp@0[0 +: 64, 0 +: 64] }
     fence { kind: proxy_async }
     named_barrier_sync { barrier: "both" }
-    mma { kind: wgmma  a: skp  b: skm  acc: A_wa  accumulate: 0 }
+    mma { kind: wgmma  a: skp@0  b: skm@0  acc: acc_wa  accumulate: 0 }
+    elementwise { op: sub  dst: X_wa  srcs: [G_wa, sG[16 +: 1, 0 +: 64]] }
+    elementwise { op: neg  dst: Y_wa  srcs: [X_wa] }
+    elementwise { op: min  dst: Y_wa  srcs: [Y_wa, 80.0] }
+    elementwise { op: exp  dst: Y_wa  srcs: [Y_wa] }
+    elementwise { op: mul  dst: Y_wa  srcs: [K_wa, Y_wa] }
+    copy { src_tile: Y_wa  dst_tile: skm@1[0 +: 64, 0 +: 64] }
+    elementwise { op: sub  dst: mask_wa  srcs: [coord(0), 23.5] }
+    elementwise { op: abs  dst: mask_wa  srcs: [mask_wa] }
+    elementwise { op: lt  dst: mask_wa  srcs: [mask_wa, 8.0] }
+    elementwise { op: min  dst: X_wa  srcs: [X_wa, 0.0] }
+    elementwise { op: exp  dst: X_wa  srcs: [X_wa] }
+    elementwise { op: mul  dst: X_wa  srcs: [X_wa, mask_wa] }
+    elementwise { op: mul  dst: Y_wa  srcs: [K_wa, X_wa] }
+    copy { src_tile: Y_wa  dst_tile: skp@1[0 +: 64, 0 +: 64] }
+    elementwise { op: mul  dst: Y_wa  srcs: [sq[0 +: 64, 0 +: 64], X_wa] }
+    copy { src_tile: Y_wa  dst_tile: sqp@1[0 +: 64, 0 +: 64] }
+    fence { kind: proxy_async }
+    named_barrier_sync { barrier: "both" }
+    mma { kind: wgmma  a: skp@1  b: skm@1  acc: acc_wa  accumulate: 1 }
+    mma_wait { pending: 1 }
+    named_barrier_sync { barrier: "both" }
+    elementwise { op: sub  dst: X_wa  srcs: [G_wa, sG[32 +: 1, 0 +: 64]] }
+    elementwise { op: neg  dst: Y_wa  srcs: [X_wa] }
+    elementwise { op: min  dst: Y_wa  srcs: [Y_wa, 80.0] }
+    elementwise { op: exp  dst: Y_wa  srcs: [Y_wa] }
+    elementwise { op: mul  dst: Y_wa  srcs: [K_wa, Y_wa] }
+    copy { src_tile: Y_wa  dst_tile: skm@0[0 +: 64, 0 +: 64] }
+    elementwise { op: sub  dst: mask_wa  srcs: [coord(0), 39.5] }
+    elementwise { op: abs  dst: mask_wa  srcs: [mask_wa] }
+    elementwise { op: lt  dst: mask_wa  srcs: [mask_wa, 8.0] }
+    elementwise { op: min  dst: X_wa  srcs: [X_wa, 0.0] }
+    elementwise { op: exp  dst: X_wa  srcs: [X_wa] }
+    elementwise { op: mul  dst: X_wa  srcs: [X_wa, mask_wa] }
+    elementwise { op: mul  dst: Y_wa  srcs: [K_wa, X_wa] }
+    copy { src_tile: Y_wa  dst_tile: skp@0[0 +: 64, 0 +: 64] }
+    elementwise { op: mul  dst: Y_wa  srcs: [sq[0 +: 64, 0 +: 64], X_wa] }
+    copy { src_tile: Y_wa  dst_tile: sqp@0[0 +: 64, 0 +: 64] }
+    fence { kind: proxy_async }
+    named_barrier_sync { barrier: "both" }
+    mma { kind: wgmma  a: skp@0  b: skm@0  acc: acc_wa  accumulate: 1 }
+    mma_wait { pending: 1 }
+    named_barrier_sync { barrier: "both" }
+    elementwise { op: sub  dst: X_wa  srcs: [G_wa, sG[48 +: 1, 0 +: 64]] }
+    elementwise { op: neg  dst: Y_wa  srcs: [X_wa] }
+    elementwise { op: min  dst: Y_wa  srcs: [Y_wa, 80.0] }
+    elementwise { op: exp  dst: Y_wa  srcs: [Y_wa] }
+    elementwise { op: mul  dst: Y_wa  srcs: [K_wa, Y_wa] }
+    copy { src_tile: Y_wa  dst_tile: skm@1[0 +: 64, 0 +: 64] }
+    elementwise { op: sub  dst: mask_wa  srcs: [coord(0), 55.5] }
+    elementwise { op: abs  dst: mask_wa  srcs: [mask_wa] }
+    elementwise { op: lt  dst: mask_wa  srcs: [mask_wa, 8.0] }
+    elementwise { op: min  dst: X_wa  srcs: [X_wa, 0.0] }
+    elementwise { op: exp  dst: X_wa  srcs: [X_wa] }
+    elementwise { op: mul  dst: X_wa  srcs: [X_wa, mask_wa] }
+    elementwise { op: mul  dst: Y_wa  srcs: [K_wa, X_wa] }
+    copy { src_tile: Y_wa  dst_tile: skp@1[0 +: 64, 0 +: 64] }
+    elementwise { op: mul  dst: Y_wa  srcs: [sq[0 +: 64, 0 +: 64], X_wa] }
+    copy { src_tile: Y_wa  dst_tile: sqp@1[0 +: 64, 0 +: 64] }
+    fence { kind: proxy_async }
+    named_barrier_sync { barrier: "both" }
+    mma { kind: wgmma  a: skp@1  b: skm@1  acc: acc_wa  accumulate: 1 }
     mma_wait {}
     named_barrier_sync { barrier: "both" }
-    elementwise { op: sub  dst: X_wa  srcs: [sG[0 +: 64, 0 +: 64], sG[16 +: 1, 0 +: 64]] }
-    elementwise { op: min  dst: X_wa  srcs: [X_wa, 0.0] }
-    elementwise { op: exp  dst: X_wa  srcs: [X_wa] }
-    elementwise { op: mul  dst: X_wa  srcs: [X_wa, smask[0 +: 64, 1 +: 1]] }
-    elementwise { op: mul  dst: Y_wa  srcs: [sk[0 +: 64, 0 +: 64], X_wa] }
-    copy { src_tile: Y_wa  dst_tile: skp[0 +: 64, 0 +: 64] }
-    elementwise { op: sub  dst: X_wa  srcs: [sG[0 +: 64, 64 +: 64], sG[16 +: 1, 64 +: 64]] }
-    elementwise { op: min  dst: X_wa  srcs: [X_wa, 0.0] }
-    elementwise { op: exp  dst: X_wa  srcs: [X_wa] }
-    elementwise { op: mul  dst: X_wa  srcs: [X_wa, smask[0 +: 64, 1 +: 1]] }
-    elementwise { op: mul  dst: Y_wa  srcs: [sk[0 +: 64, 64 +: 64], X_wa] }
-    copy { src_tile: Y_wa  dst_tile: skp[0 +: 64, 64 +: 64] }
-    elementwise { op: sub  dst: X_wa  srcs: [sG[16 +: 1, 0 +: 64], sG[0 +: 64, 0 +: 64]] }
-    elementwise { op: min  dst: X_wa  srcs: [X_wa, 80.0] }
-    elementwise { op: exp  dst: X_wa  srcs: [X_wa] }
-    elementwise { op: mul  dst: Y_wa  srcs: [sk[0 +: 64, 0 +: 64], X_wa] }
-    copy { src_tile: Y_wa  dst_tile: skm[0 +: 64, 0 +: 64] }
-    fence { kind: proxy_async }
-    named_barrier_sync { barrier: "both" }
-    mma { kind: wgmma  a: skp  b: skm  acc: A_wa  accumulate: 1 }
-    mma_wait {}
-    named_barrier_sync { barrier: "both" }
-    elementwise { op: sub  dst: X_wa  srcs: [sG[0 +: 64, 0 +: 64], sG[32 +: 1, 0 +: 64]] }
-    elementwise { op: min  dst: X_wa  srcs: [X_wa, 0.0] }
-    elementwise { op: exp  dst: X_wa  srcs: [X_wa] }
-    elementwise { op: mul  dst: X_wa  srcs: [X_wa, smask[0 +: 64, 2 +: 1]] }
-    elementwise { op: mul  dst: Y_wa  srcs: [sk[0 +: 64, 0 +: 64], X_wa] }
-    copy { src_tile: Y_wa  dst_tile: skp[0 +: 64, 0 +: 64] }
-    elementwise { op: sub  dst: X_wa  srcs: [sG[0 +: 64, 64 +: 64], sG[32 +: 1, 64 +: 64]] }
-    elementwise { op: min  dst: X_wa  srcs: [X_wa, 0.0] }
-    elementwise { op: exp  dst: X_wa  srcs: [X_wa] }
-    elementwise { op: mul  dst: X_wa  srcs: [X_wa, smask[0 +: 64, 2 +: 1]] }
-    elementwise { op: mul  dst: Y_wa  srcs: [sk[0 +: 64, 64 +: 64], X_wa] }
-    copy { src_tile: Y_wa  dst_tile: skp[0 +: 64, 64 +: 64] }
-    elementwise { op: sub  dst: X_wa  srcs: [sG[32 +: 1, 0 +: 64], sG[0 +: 64, 0 +: 64]] }
-    elementwise { op: min  dst: X_wa  srcs: [X_wa, 80.0] }
-    elementwise { op: exp  dst: X_wa  srcs: [X_wa] }
-    elementwise { op: mul  dst: Y_wa  srcs: [sk[0 +: 64, 0 +: 64], X_wa] }
-    copy { src_tile: Y_wa  dst_tile: skm[0 +: 64, 0 +: 64] }
-    fence { kind: proxy_async }
-    named_barrier_sync { barrier: "both" }
-    mma { kind: wgmma  a: skp  b: skm  acc: A_wa  accumulate: 1 }
-    mma_wait {}
-    named_barrier_sync { barrier: "both" }
-    elementwise { op: sub  dst: X_wa  srcs: [sG[0 +: 64, 0 +: 64], sG[48 +: 1, 0 +: 64]] }
-    elementwise { op: min  dst: X_wa  srcs: [X_wa, 0.0] }
-    elementwise { op: exp  dst: X_wa  srcs: [X_wa] }
-    elementwise { op: mul  dst: X_wa  srcs: [X_wa, smask[0 +: 64, 3 +: 1]] }
-    elementwise { op: mul  dst: Y_wa  srcs: [sk[0 +: 64, 0 +: 64], X_wa] }
-    copy { src_tile: Y_wa  dst_tile: skp[0 +: 64, 0 +: 64] }
-    elementwise { op: sub  dst: X_wa  srcs: [sG[0 +: 64, 64 +: 64], sG[48 +: 1, 64 +: 64]] }
-    elementwise { op: min  dst: X_wa  srcs: [X_wa, 0.0] }
-    elementwise { op: exp  dst: X_wa  srcs: [X_wa] }
-    elementwise { op: mul  dst: X_wa  srcs: [X_wa, smask[0 +: 64, 3 +: 1]] }
-    elementwise { op: mul  dst: Y_wa  srcs: [sk[0 +: 64, 64 +: 64], X_wa] }
-    copy { src_tile: Y_wa  dst_tile: skp[0 +: 64, 64 +: 64] }
-    elementwise { op: sub  dst: X_wa  srcs: [sG[48 +: 1, 0 +: 64], sG[0 +: 64, 0 +: 64]] }
-    elementwise { op: min  dst: X_wa  srcs: [X_wa, 80.0] }
-    elementwise { op: exp  dst: X_wa  srcs: [X_wa] }
-    elementwise { op: mul  dst: Y_wa  srcs: [sk[0 +: 64, 0 +: 64], X_wa] }
-    copy { src_tile: Y_wa  dst_tile: skm[0 +: 64, 0 +: 64] }
-    fence { kind: proxy_async }
-    named_barrier_sync { barrier: "both" }
-    mma { kind: wgmma  a: skp  b: skm  acc: A_wa  accumulate: 1 }
-    mma_wait {}
-    named_barrier_sync { barrier: "both" }
-    elementwise { op: mul  dst: A_wa  srcs: [A_wa, beta_wa] }
-    copy { src_tile: A_wa  dst_tile: sA }
+    elementwise { op: mul  dst: acc_wa  srcs: [acc_wa, beta_wa] }
+    copy { src_tile: acc_wa  dst_tile: sA }
     named_barrier_sync { barrier: "wg_wa" }
-    tri_solve { a: sA  x: A_wa  lower: true  unit_diagonal: true }
-    copy { src_tile: A_wa  dst_tile: sT }
+    tri_solve { a: sA  x: acc_wa  lower: true  unit_diagonal: true }
+    copy { src_tile: acc_wa  dst_tile: sT }
     fence { kind: proxy_async }
     named_barrier_sync { barrier: "both" }
-    elementwise { op: exp  dst: X_wa  srcs: [sG[0 +: 64, 0 +: 64]] }
-    elementwise { op: mul  dst: Y_wa  srcs: [sk[0 +: 64, 0 +: 64], X_wa] }
-    elementwise { op: mul  dst: Y_wa  srcs: [Y_wa, beta_wa] }
-    copy { src_tile: Y_wa  dst_tile: skbg }
-    fence { kind: proxy_async }
-    named_barrier_sync { barrier: "wg_wa" }
-    mma { kind: wgmma  a: sT  b: skbg  acc: W_wa  b_major: mn  accumulate: 0 }
-    elementwise { op: sub  dst: X_wa  srcs: [sG[63 +: 1, 0 +: 64], sG[0 +: 64, 0 +: 64]] }
-    elementwise { op: exp  dst: X_wa  srcs: [X_wa] }
-    elementwise { op: mul  dst: Y_wa  srcs: [sk[0 +: 64, 0 +: 64], X_wa] }
-    copy { src_tile: Y_wa  dst_global: kd[block.z, block.y, block.x * 64, 0] }
+    mma { kind: wgmma  a: sT  b: skp@0[0 +: 64, 0 +: 64]  acc: out_wa  b_major: mn  accumulate: 0 }
+    mma { kind: wgmma  a: sT  b: sqp@0[0 +: 64, 0 +: 64]  acc: acc_wa  b_major: mn  accumulate: 0 }
     mma_wait {}
-    elementwise { op: neg  dst: W_wa  srcs: [W_wa] }
-    copy { src_tile: W_wa  dst_global: wneg[block.z, block.y, block.x * 64, 0] }
-    named_barrier_sync { barrier: "wg_wa" }
-    elementwise { op: exp  dst: X_wa  srcs: [sG[0 +: 64, 64 +: 64]] }
-    elementwise { op: mul  dst: Y_wa  srcs: [sk[0 +: 64, 64 +: 64], X_wa] }
-    elementwise { op: mul  dst: Y_wa  srcs: [Y_wa, beta_wa] }
-    copy { src_tile: Y_wa  dst_tile: skbg }
-    fence { kind: proxy_async }
-    named_barrier_sync { barrier: "wg_wa" }
-    mma { kind: wgmma  a: sT  b: skbg  acc: W_wa  b_major: mn  accumulate: 0 }
-    elementwise { op: sub  dst: X_wa  srcs: [sG[63 +: 1, 64 +: 64], sG[0 +: 64, 64 +: 64]] }
-    elementwise { op: exp  dst: X_wa  srcs: [X_wa] }
-    elementwise { op: mul  dst: Y_wa  srcs: [sk[0 +: 64, 64 +: 64], X_wa] }
-    copy { src_tile: Y_wa  dst_global: kd[block.z, block.y, block.x * 64, 64] }
-    mma_wait {}
-    elementwise { op: neg  dst: W_wa  srcs: [W_wa] }
-    copy { src_tile: W_wa  dst_global: wneg[block.z, block.y, block.x * 64, 64] }
-    named_barrier_sync { barrier: "wg_wa" }
+    elementwise { op: neg  dst: out_wa  srcs: [out_wa] }
+    copy { src_tile: out_wa  dst_global: wneg[block.z, block.y, block.x * 64, 0] }
+    copy { src_tile: acc_wa  dst_global: ut[block.z, block.y, block.x * 64, 0] }
     elementwise { op: exp  dst: sgl  srcs: [sG[63 +: 1, 0 +: 128]] }
     named_barrier_sync { barrier: "wg_wa" }
     copy { src_tile: sgl  dst_global: gl[block.z, block.y, block.x, 0] }
@@ -298,126 +265,133 @@ kernel kda_intra_sm90a {
   role wb {
     kind: consumer
     warpgroups: 1
+    registers: 232
     block_sync {}
     mbarrier_wait { barrier: full[0]  phase: 0 }
     copy { src_global: beta[block.z, block.y, block.x * 64]  dst_tile: beta_wb }
+    copy { src_tile: sk[0 +: 64, 64 +: 64]  dst_tile: K_wb }
     scan { src: sG[0 +: 64, 64 +: 64]  dst: sG[0 +: 64, 64 +: 64]  scope: role }
-    named_barrier_sync { barrier: "both" }
-    elementwise { op: sub  dst: X_wb  srcs: [sG[0 +: 64, 0 +: 64], sG[0 +: 1, 0 +: 64]] }
+    named_barrier_sync { barrier: "wg_wb" }
+    copy { src_tile: sG[0 +: 64, 64 +: 64]  dst_tile: G_wb }
+    elementwise { op: sub  dst: X_wb  srcs: [G_wb, sG[0 +: 1, 64 +: 64]] }
+    elementwise { op: neg  dst: Y_wb  srcs: [X_wb] }
+    elementwise { op: min  dst: Y_wb  srcs: [Y_wb, 80.0] }
+    elementwise { op: exp  dst: Y_wb  srcs: [Y_wb] }
+    elementwise { op: mul  dst: Y_wb  srcs: [K_wb, Y_wb] }
+    copy { src_tile: Y_wb  dst_tile: skm@0[0 +: 64, 64 +: 64] }
+    elementwise { op: sub  dst: mask_wb  srcs: [coord(0), 7.5] }
+    elementwise { op: abs  dst: mask_wb  srcs: [mask_wb] }
+    elementwise { op: lt  dst: mask_wb  srcs: [mask_wb, 8.0] }
     elementwise { op: min  dst: X_wb  srcs: [X_wb, 0.0] }
     elementwise { op: exp  dst: X_wb  srcs: [X_wb] }
-    elementwise { op: mul  dst: X_wb  srcs: [X_wb, smask[0 +: 64, 0 +: 1]] }
-    elementwise { op: mul  dst: Y_wb  srcs: [sq[0 +: 64, 0 +: 64], X_wb] }
-    copy { src_tile: Y_wb  dst_tile: sqp[0 +: 64, 0 +: 64] }
-    elementwise { op: sub  dst: X_wb  srcs: [sG[0 +: 64, 64 +: 64], sG[0 +: 1, 64 +: 64]] }
-    elementwise { op: min  dst: X_wb  srcs: [X_wb, 0.0] }
-    elementwise { op: exp  dst: X_wb  srcs: [X_wb] }
-    elementwise { op: mul  dst: X_wb  srcs: [X_wb, smask[0 +: 64, 0 +: 1]] }
+    elementwise { op: mul  dst: X_wb  srcs: [X_wb, mask_wb] }
+    elementwise { op: mul  dst: Y_wb  srcs: [K_wb, X_wb] }
+    copy { src_tile: Y_wb  dst_tile: skp@0[0 +: 64, 64 +: 64] }
     elementwise { op: mul  dst: Y_wb  srcs: [sq[0 +: 64, 64 +: 64], X_wb] }
-    copy { src_tile: Y_wb  dst_tile: sqp[0 +: 64, 64 +: 64] }
-    elementwise { op: sub  dst: X_wb  srcs: [sG[0 +: 1, 64 +: 64], sG[0 +: 64, 64 +: 64]] }
-    elementwise { op: min  dst: X_wb  srcs: [X_wb, 80.0] }
-    elementwise { op: exp  dst: X_wb  srcs: [X_wb] }
-    elementwise { op: mul  dst: Y_wb  srcs: [sk[0 +: 64, 64 +: 64], X_wb] }
-    copy { src_tile: Y_wb  dst_tile: skm[0 +: 64, 64 +: 64] }
+    copy { src_tile: Y_wb  dst_tile: sqp@0[0 +: 64, 64 +: 64] }
     fence { kind: proxy_async }
     named_barrier_sync { barrier: "both" }
-    mma { kind: wgmma  a: sqp  b: skm  acc: P_wb  accumulate: 0 }
-    mma_wait {}
-    named_barrier_sync { barrier: "both" }
-    elementwise { op: sub  dst: X_wb  srcs: [sG[0 +: 64, 0 +: 64], sG[16 +: 1, 0 +: 64]] }
+    mma { kind: wgmma  a: sqp@0  b: skm@0  acc: acc_wb  accumulate: 0 }
+    elementwise { op: sub  dst: X_wb  srcs: [G_wb, sG[16 +: 1, 64 +: 64]] }
+    elementwise { op: neg  dst: Y_wb  srcs: [X_wb] }
+    elementwise { op: min  dst: Y_wb  srcs: [Y_wb, 80.0] }
+    elementwise { op: exp  dst: Y_wb  srcs: [Y_wb] }
+    elementwise { op: mul  dst: Y_wb  srcs: [K_wb, Y_wb] }
+    copy { src_tile: Y_wb  dst_tile: skm@1[0 +: 64, 64 +: 64] }
+    elementwise { op: sub  dst: mask_wb  srcs: [coord(0), 23.5] }
+    elementwise { op: abs  dst: mask_wb  srcs: [mask_wb] }
+    elementwise { op: lt  dst: mask_wb  srcs: [mask_wb, 8.0] }
     elementwise { op: min  dst: X_wb  srcs: [X_wb, 0.0] }
     elementwise { op: exp  dst: X_wb  srcs: [X_wb] }
-    elementwise { op: mul  dst: X_wb  srcs: [X_wb, smask[0 +: 64, 1 +: 1]] }
-    elementwise { op: mul  dst: Y_wb  srcs: [sq[0 +: 64, 0 +: 64], X_wb] }
-    copy { src_tile: Y_wb  dst_tile: sqp[0 +: 64, 0 +: 64] }
-    elementwise { op: sub  dst: X_wb  srcs: [sG[0 +: 64, 64 +: 64], sG[16 +: 1, 64 +: 64]] }
-    elementwise { op: min  dst: X_wb  srcs: [X_wb, 0.0] }
-    elementwise { op: exp  dst: X_wb  srcs: [X_wb] }
-    elementwise { op: mul  dst: X_wb  srcs: [X_wb, smask[0 +: 64, 1 +: 1]] }
+    elementwise { op: mul  dst: X_wb  srcs: [X_wb, mask_wb] }
+    elementwise { op: mul  dst: Y_wb  srcs: [K_wb, X_wb] }
+    copy { src_tile: Y_wb  dst_tile: skp@1[0 +: 64, 64 +: 64] }
     elementwise { op: mul  dst: Y_wb  srcs: [sq[0 +: 64, 64 +: 64], X_wb] }
-    copy { src_tile: Y_wb  dst_tile: sqp[0 +: 64, 64 +: 64] }
-    elementwise { op: sub  dst: X_wb  srcs: [sG[16 +: 1, 64 +: 64], sG[0 +: 64, 64 +: 64]] }
-    elementwise { op: min  dst: X_wb  srcs: [X_wb, 80.0] }
-    elementwise { op: exp  dst: X_wb  srcs: [X_wb] }
-    elementwise { op: mul  dst: Y_wb  srcs: [sk[0 +: 64, 64 +: 64], X_wb] }
-    copy { src_tile: Y_wb  dst_tile: skm[0 +: 64, 64 +: 64] }
+    copy { src_tile: Y_wb  dst_tile: sqp@1[0 +: 64, 64 +: 64] }
     fence { kind: proxy_async }
     named_barrier_sync { barrier: "both" }
-    mma { kind: wgmma  a: sqp  b: skm  acc: P_wb  accumulate: 1 }
-    mma_wait {}
+    mma { kind: wgmma  a: sqp@1  b: skm@1  acc: acc_wb  accumulate: 1 }
+    mma_wait { pending: 1 }
     named_barrier_sync { barrier: "both" }
-    elementwise { op: sub  dst: X_wb  srcs: [sG[0 +: 64, 0 +: 64], sG[32 +: 1, 0 +: 64]] }
+    elementwise { op: sub  dst: X_wb  srcs: [G_wb, sG[32 +: 1, 64 +: 64]] }
+    elementwise { op: neg  dst: Y_wb  srcs: [X_wb] }
+    elementwise { op: min  dst: Y_wb  srcs: [Y_wb, 80.0] }
+    elementwise { op: exp  dst: Y_wb  srcs: [Y_wb] }
+    elementwise { op: mul  dst: Y_wb  srcs: [K_wb, Y_wb] }
+    copy { src_tile: Y_wb  dst_tile: skm@0[0 +: 64, 64 +: 64] }
+    elementwise { op: sub  dst: mask_wb  srcs: [coord(0), 39.5] }
+    elementwise { op: abs  dst: mask_wb  srcs: [mask_wb] }
+    elementwise { op: lt  dst: mask_wb  srcs: [mask_wb, 8.0] }
     elementwise { op: min  dst: X_wb  srcs: [X_wb, 0.0] }
     elementwise { op: exp  dst: X_wb  srcs: [X_wb] }
-    elementwise { op: mul  dst: X_wb  srcs: [X_wb, smask[0 +: 64, 2 +: 1]] }
-    elementwise { op: mul  dst: Y_wb  srcs: [sq[0 +: 64, 0 +: 64], X_wb] }
-    copy { src_tile: Y_wb  dst_tile: sqp[0 +: 64, 0 +: 64] }
-    elementwise { op: sub  dst: X_wb  srcs: [sG[0 +: 64, 64 +: 64], sG[32 +: 1, 64 +: 64]] }
-    elementwise { op: min  dst: X_wb  srcs: [X_wb, 0.0] }
-    elementwise { op: exp  dst: X_wb  srcs: [X_wb] }
-    elementwise { op: mul  dst: X_wb  srcs: [X_wb, smask[0 +: 64, 2 +: 1]] }
+    elementwise { op: mul  dst: X_wb  srcs: [X_wb, mask_wb] }
+    elementwise { op: mul  dst: Y_wb  srcs: [K_wb, X_wb] }
+    copy { src_tile: Y_wb  dst_tile: skp@0[0 +: 64, 64 +: 64] }
     elementwise { op: mul  dst: Y_wb  srcs: [sq[0 +: 64, 64 +: 64], X_wb] }
-    copy { src_tile: Y_wb  dst_tile: sqp[0 +: 64, 64 +: 64] }
-    elementwise { op: sub  dst: X_wb  srcs: [sG[32 +: 1, 64 +: 64], sG[0 +: 64, 64 +: 64]] }
-    elementwise { op: min  dst: X_wb  srcs: [X_wb, 80.0] }
-    elementwise { op: exp  dst: X_wb  srcs: [X_wb] }
-    elementwise { op: mul  dst: Y_wb  srcs: [sk[0 +: 64, 64 +: 64], X_wb] }
-    copy { src_tile: Y_wb  dst_tile: skm[0 +: 64, 64 +: 64] }
+    copy { src_tile: Y_wb  dst_tile: sqp@0[0 +: 64, 64 +: 64] }
     fence { kind: proxy_async }
     named_barrier_sync { barrier: "both" }
-    mma { kind: wgmma  a: sqp  b: skm  acc: P_wb  accumulate: 1 }
-    mma_wait {}
+    mma { kind: wgmma  a: sqp@0  b: skm@0  acc: acc_wb  accumulate: 1 }
+    mma_wait { pending: 1 }
     named_barrier_sync { barrier: "both" }
-    elementwise { op: sub  dst: X_wb  srcs: [sG[0 +: 64, 0 +: 64], sG[48 +: 1, 0 +: 64]] }
+    elementwise { op: sub  dst: X_wb  srcs: [G_wb, sG[48 +: 1, 64 +: 64]] }
+    elementwise { op: neg  dst: Y_wb  srcs: [X_wb] }
+    elementwise { op: min  dst: Y_wb  srcs: [Y_wb, 80.0] }
+    elementwise { op: exp  dst: Y_wb  srcs: [Y_wb] }
+    elementwise { op: mul  dst: Y_wb  srcs: [K_wb, Y_wb] }
+    copy { src_tile: Y_wb  dst_tile: skm@1[0 +: 64, 64 +: 64] }
+    elementwise { op: sub  dst: mask_wb  srcs: [coord(0), 55.5] }
+    elementwise { op: abs  dst: mask_wb  srcs: [mask_wb] }
+    elementwise { op: lt  dst: mask_wb  srcs: [mask_wb, 8.0] }
     elementwise { op: min  dst: X_wb  srcs: [X_wb, 0.0] }
     elementwise { op: exp  dst: X_wb  srcs: [X_wb] }
-    elementwise { op: mul  dst: X_wb  srcs: [X_wb, smask[0 +: 64, 3 +: 1]] }
-    elementwise { op: mul  dst: Y_wb  srcs: [sq[0 +: 64, 0 +: 64], X_wb] }
-    copy { src_tile: Y_wb  dst_tile: sqp[0 +: 64, 0 +: 64] }
-    elementwise { op: sub  dst: X_wb  srcs: [sG[0 +: 64, 64 +: 64], sG[48 +: 1, 64 +: 64]] }
-    elementwise { op: min  dst: X_wb  srcs: [X_wb, 0.0] }
-    elementwise { op: exp  dst: X_wb  srcs: [X_wb] }
-    elementwise { op: mul  dst: X_wb  srcs: [X_wb, smask[0 +: 64, 3 +: 1]] }
+    elementwise { op: mul  dst: X_wb  srcs: [X_wb, mask_wb] }
+    elementwise { op: mul  dst: Y_wb  srcs: [K_wb, X_wb] }
+    copy { src_tile: Y_wb  dst_tile: skp@1[0 +: 64, 64 +: 64] }
     elementwise { op: mul  dst: Y_wb  srcs: [sq[0 +: 64, 64 +: 64], X_wb] }
-    copy { src_tile: Y_wb  dst_tile: sqp[0 +: 64, 64 +: 64] }
-    elementwise { op: sub  dst: X_wb  srcs: [sG[48 +: 1, 64 +: 64], sG[0 +: 64, 64 +: 64]] }
-    elementwise { op: min  dst: X_wb  srcs: [X_wb, 80.0] }
-    elementwise { op: exp  dst: X_wb  srcs: [X_wb] }
-    elementwise { op: mul  dst: Y_wb  srcs: [sk[0 +: 64, 64 +: 64], X_wb] }
-    copy { src_tile: Y_wb  dst_tile: skm[0 +: 64, 64 +: 64] }
+    copy { src_tile: Y_wb  dst_tile: sqp@1[0 +: 64, 64 +: 64] }
     fence { kind: proxy_async }
     named_barrier_sync { barrier: "both" }
-    mma { kind: wgmma  a: sqp  b: skm  acc: P_wb  accumulate: 1 }
+    mma { kind: wgmma  a: sqp@1  b: skm@1  acc: acc_wb  accumulate: 1 }
     mma_wait {}
     named_barrier_sync { barrier: "both" }
     elementwise { op: le  dst: X_wb  srcs: [coord(1), coord(0)] }
-    elementwise { op: mul  dst: P_wb  srcs: [P_wb, X_wb] }
-    elementwise { op: mul  dst: P_wb  srcs: [P_wb, 0.08838834764831845] }
-    copy { src_tile: P_wb  dst_global: pm[block.z, block.y, block.x * 64, 0] }
-    elementwise { op: mul  dst: Y_wb  srcs: [sv[0 +: 64, 0 +: 64], beta_wb] }
-    copy { src_tile: Y_wb  dst_tile: svb }
-    elementwise { op: exp  dst: X_wb  srcs: [sG[0 +: 64, 0 +: 64]] }
-    elementwise { op: mul  dst: Y_wb  srcs: [sq[0 +: 64, 0 +: 64], X_wb] }
-    elementwise { op: mul  dst: Y_wb  srcs: [Y_wb, 0.08838834764831845] }
-    copy { src_tile: Y_wb  dst_global: qg[block.z, block.y, block.x * 64, 0] }
-    fence { kind: proxy_async }
-    named_barrier_sync { barrier: "both" }
-    mma { kind: wgmma  a: sT  b: svb  acc: U_wb  b_major: mn  accumulate: 0 }
-    mma_wait {}
-    copy { src_tile: U_wb  dst_global: ut[block.z, block.y, block.x * 64, 0] }
-    named_barrier_sync { barrier: "wg_wb" }
-    elementwise { op: mul  dst: Y_wb  srcs: [sv[0 +: 64, 64 +: 64], beta_wb] }
-    copy { src_tile: Y_wb  dst_tile: svb }
-    elementwise { op: exp  dst: X_wb  srcs: [sG[0 +: 64, 64 +: 64]] }
+    elementwise { op: mul  dst: acc_wb  srcs: [acc_wb, X_wb] }
+    elementwise { op: mul  dst: acc_wb  srcs: [acc_wb, 0.08838834764831845] }
+    copy { src_tile: acc_wb  dst_global: pm[block.z, block.y, block.x * 64, 0] }
+    elementwise { op: exp  dst: X_wb  srcs: [G_wb] }
+    elementwise { op: mul  dst: Y_wb  srcs: [K_wb, X_wb] }
+    elementwise { op: mul  dst: Y_wb  srcs: [Y_wb, beta_wb] }
+    copy { src_tile: Y_wb  dst_tile: skp@0[0 +: 64, 64 +: 64] }
     elementwise { op: mul  dst: Y_wb  srcs: [sq[0 +: 64, 64 +: 64], X_wb] }
     elementwise { op: mul  dst: Y_wb  srcs: [Y_wb, 0.08838834764831845] }
     copy { src_tile: Y_wb  dst_global: qg[block.z, block.y, block.x * 64, 64] }
+    elementwise { op: sub  dst: X_wb  srcs: [sG[63 +: 1, 64 +: 64], G_wb] }
+    elementwise { op: exp  dst: X_wb  srcs: [X_wb] }
+    elementwise { op: mul  dst: Y_wb  srcs: [K_wb, X_wb] }
+    copy { src_tile: Y_wb  dst_global: kd[block.z, block.y, block.x * 64, 64] }
+    elementwise { op: mul  dst: Y_wb  srcs: [sv[0 +: 64, 64 +: 64], beta_wb] }
+    copy { src_tile: Y_wb  dst_tile: sqp@0[0 +: 64, 64 +: 64] }
+    elementwise { op: exp  dst: X_wb  srcs: [sG[0 +: 64, 0 +: 64]] }
+    elementwise { op: mul  dst: Y_wb  srcs: [sk[0 +: 64, 0 +: 64], X_wb] }
+    elementwise { op: mul  dst: Y_wb  srcs: [Y_wb, beta_wb] }
+    copy { src_tile: Y_wb  dst_tile: skp@0[0 +: 64, 0 +: 64] }
+    elementwise { op: mul  dst: Y_wb  srcs: [sq[0 +: 64, 0 +: 64], X_wb] }
+    elementwise { op: mul  dst: Y_wb  srcs: [Y_wb, 0.08838834764831845] }
+    copy { src_tile: Y_wb  dst_global: qg[block.z, block.y, block.x * 64, 0] }
+    elementwise { op: sub  dst: X_wb  srcs: [sG[63 +: 1, 0 +: 64], sG[0 +: 64, 0 +: 64]] }
+    elementwise { op: exp  dst: X_wb  srcs: [X_wb] }
+    elementwise { op: mul  dst: Y_wb  srcs: [sk[0 +: 64, 0 +: 64], X_wb] }
+    copy { src_tile: Y_wb  dst_global: kd[block.z, block.y, block.x * 64, 0] }
+    elementwise { op: mul  dst: Y_wb  srcs: [sv[0 +: 64, 0 +: 64], beta_wb] }
+    copy { src_tile: Y_wb  dst_tile: sqp@0[0 +: 64, 0 +: 64] }
     fence { kind: proxy_async }
-    named_barrier_sync { barrier: "wg_wb" }
-    mma { kind: wgmma  a: sT  b: svb  acc: U_wb  b_major: mn  accumulate: 0 }
+    named_barrier_sync { barrier: "both" }
+    mma { kind: wgmma  a: sT  b: skp@0[0 +: 64, 64 +: 64]  acc: out_wb  b_major: mn  accumulate: 0 }
+    mma { kind: wgmma  a: sT  b: sqp@0[0 +: 64, 64 +: 64]  acc: acc_wb  b_major: mn  accumulate: 0 }
     mma_wait {}
-    copy { src_tile: U_wb  dst_global: ut[block.z, block.y, block.x * 64, 64] }
-    named_barrier_sync { barrier: "wg_wb" }
+    elementwise { op: neg  dst: out_wb  srcs: [out_wb] }
+    copy { src_tile: out_wb  dst_global: wneg[block.z, block.y, block.x * 64, 64] }
+    copy { src_tile: acc_wb  dst_global: ut[block.z, block.y, block.x * 64, 64] }
   }
 }
