@@ -55,6 +55,8 @@ GOOD = {
     "knn_rows_sm80": knn.rows_sm80,
     "knn_rows_sm100a": knn.rows_sm100a,
     "knn_filter_sm90a": lambda: knn.rows_sm90a(collect=True),
+    "knn_filter_sm80": lambda: knn.rows_sm80(collect=True),
+    "knn_filter_sm100a": lambda: knn.rows_sm100a(collect=True),
     "knn_select": knn_select.select_kernel,
     "knn_rows_naive": knn_naive.rows_naive,
     "kda_intra_sm90a": kda.intra_sm90a,

@@ -32,7 +32,8 @@ from compiler.build import driver, prebuilt
 from compiler.verify import has_errors, verify
 from kernels.knn import plan as planner
 from kernels.knn import rows as knn_rows
-from kernels.knn import schedules, select, torch_path, variants
+from kernels.knn import schedules, torch_path, variants
+from kernels.knn import select as wide
 from runtime.compiled import CompiledKernelRunner
 from runtime.fast_launch import FastLaunch
 from runtime.shape_domain import Domain
@@ -58,7 +59,7 @@ def compiled(builder, params):
     A kernel is verified before nvcc builds it (a schedule the planner got wrong must not reach the
     GPU, where a broken protocol hangs); a compile-cache hit was verified when it was built.
     """
-    kernel = getattr(schedules, builder, None) or getattr(select, builder)  # k <= 32, or wide k (select.py)
+    kernel = getattr(schedules, builder, None) or getattr(wide, builder)  # k <= 32, or wide k (select.py)
     kernel = kernel(**dict(params))
     found = prebuilt.find(kernel)  # a prebuilt store on the search path (compiler/build/prebuilt.py): no nvcc
     if found is not None:
@@ -489,9 +490,9 @@ def _warn_fallback(error):
 
 
 def _wide_search(q3, db, k, exclude_self, dist, idx):
-    """k past the register lists: the wide-k kernels for k <= select.MAX_K (kernels/knn/widek.py), else (or when
+    """k past the register lists: the wide-k kernels for k <= wide.MAX_K (kernels/knn/widek.py), else (or when
     they cannot be built or loaded here) the exact torch path."""
-    if k <= select.MAX_K:
+    if k <= wide.MAX_K and q3.is_cuda:
         from kernels.knn import widek  # (widek imports this module)
 
         try:

@@ -588,16 +588,19 @@ def merge_fanin(k=10, warps=4, metric="l2", target="sm_90a", name=None):
     return kb.build()
 
 
-def rows_sm80(d=128, block_q=128, block_n=64, stages=3, k=10, metric="l2", dtype="bf16", name=None):
+def rows_sm80(d=128, block_q=128, block_n=64, stages=3, k=10, metric="l2", dtype="bf16", collect=False, name=None):
     """sm_80 score kernel: a cp.async ring of database tiles; warp w scores queries 16 w .. 16 w + 15 with mma.sync.
 
     A block per (query block, range, problem): grid (ceil(Q / block_q), S, B); one
-    partial list per query and range (P = S).
+    partial list per query and range (P = S). `collect`: the filter form (rows_sm90a's).
     """
     _check(metric, k, dtype)
-    name = name or "knn_rows_sm80"
+    name = name or ("knn_filter_sm80" if collect else "knn_rows_sm80")
     kb = KernelBuilder(name, target="sm_80")
-    b, q_n, m, dd, s, t, q, x, col, part_v, part_i, _ = _score_contract(kb, d, k, metric, False, 1, dtype)
+    if collect:
+        b, q_n, m, dd, s, t, q, x, col, part_v, part_i, count, bound = _collect_contract(kb, d, metric, False, dtype)
+    else:
+        b, q_n, m, dd, s, t, q, x, col, part_v, part_i, _ = _score_contract(kb, d, k, metric, False, 1, dtype)
     kb.require(s * t * block_n >= m, "the ranges cover the database")
     kb.grid(ceil_div(q_n, block_q), s, b)
     swizzle = swizzle_for(d, dtype)
@@ -605,8 +608,11 @@ def rows_sm80(d=128, block_q=128, block_n=64, stages=3, k=10, metric="l2", dtype
     s_x = kb.shared("sX", dtype, [block_n, d], stages=stages, swizzle=swizzle)
     s_col = kb.shared("sCol", "f32", [block_n], stages=stages) if col is not None else None
     acc = kb.registers("acc", "f32", [16, block_n], layout="mma_acc", owner="main")
-    best_v = kb.registers("best_v", "f32", [16, k], layout="mma_rows", owner="main")
-    best_i = kb.registers("best_i", "i32", [16, k], layout="mma_rows", owner="main")
+    if collect:
+        start = kb.registers("start", "f32", [16], layout="mma_rows", owner="main")
+    else:
+        best_v = kb.registers("best_v", "f32", [16, k], layout="mma_rows", owner="main")
+        best_i = kb.registers("best_i", "i32", [16, k], layout="mma_rows", owner="main")
     bi, si, q0 = block.z, block.y, block.x * block_q
     with kb.role("main", "compute", warps=block_q // 16) as r:
 
@@ -616,34 +622,48 @@ def rows_sm80(d=128, block_q=128, block_n=64, stages=3, k=10, metric="l2", dtype
             if s_col is not None:
                 r.cp_async(col[bi, row0], s_col[j % stages])
 
-        r.fill(best_v.all, -INF if largest(metric) else INF)
-        r.fill(best_i.all, -1)
+        origin = (bi, q0 + r.warp * 16)
+        if collect:
+            r.copy(bound[origin], start.all)
+        else:
+            r.fill(best_v.all, -INF if largest(metric) else INF)
+            r.fill(best_i.all, -1)
         r.cp_async(q[bi, q0, 0], s_q.all)  # the oldest group: complete once round 0's are
         with cp_async_ring(r, "j", t, stages, groups=2 if s_col is not None else 1, issue=issue) as j:
             r.mma("mma_sync", s_q.tile(window=[(r.warp * 16, 16), (0, d)]), s_x[j % stages], acc.all, accumulate=0)
             if s_col is not None:
                 _epilogue(r, metric, acc.all, s_col[j % stages])
-            r.top_k(acc.all, 1, k, (si * t + j) * block_n, best_v.all, best_i.all, "thread", largest=largest(metric),
-                    index_limit=m, vote=True)
-        r.top_k_merge(best_v.all, best_i.all, k, "lanes", largest=largest(metric))
-        r.copy(best_v.all, part_v[bi, si, q0 + r.warp * 16, 0])
-        r.copy(best_i.all, part_i[bi, si, q0 + r.warp * 16, 0])
+            if collect:
+                r.top_k_collect(acc.all, start.all, (si * t + j) * block_n, part_v[origin + (0,)], part_i[origin + (0,)],
+                                count[origin], largest=largest(metric), index_limit=m)
+            else:
+                r.top_k(acc.all, 1, k, (si * t + j) * block_n, best_v.all, best_i.all, "thread",
+                        largest=largest(metric), index_limit=m, vote=True)
+        if not collect:
+            r.top_k_merge(best_v.all, best_i.all, k, "lanes", largest=largest(metric))
+            r.copy(best_v.all, part_v[bi, si, q0 + r.warp * 16, 0])
+            r.copy(best_i.all, part_i[bi, si, q0 + r.warp * 16, 0])
     return kb.build()
 
 
-def rows_sm100a(d=128, block_n=128, stages=3, epilogue_cols=32, k=10, metric="l2", dtype="bf16", name=None):
+def rows_sm100a(d=128, block_n=128, stages=3, epilogue_cols=32, k=10, metric="l2", dtype="bf16", collect=False,
+                name=None):
     """sm_100a score kernel: tcgen05 [128 queries, block_n] tiles in tensor memory, one query per thread.
 
     One warpgroup owns the accumulator: an elected thread of warp 0 issues each tile's
     MMA and commits it to the ring's empty barrier and to acc_full; all 128 threads
     drain it epilogue_cols columns at a time (thread t holds query t) and insert into
     their own lists, so no merge is needed. A block per (query block, range, problem).
+    `collect`: the filter form (rows_sm90a's).
     """
     _check(metric, k, dtype)
     block_q = 128
-    name = name or "knn_rows_sm100a"
+    name = name or ("knn_filter_sm100a" if collect else "knn_rows_sm100a")
     kb = KernelBuilder(name, target="sm_100a")
-    b, q_n, m, dd, s, t, q, x, col, part_v, part_i, _ = _score_contract(kb, d, k, metric, False, 1, dtype)
+    if collect:
+        b, q_n, m, dd, s, t, q, x, col, part_v, part_i, count, bound = _collect_contract(kb, d, metric, False, dtype)
+    else:
+        b, q_n, m, dd, s, t, q, x, col, part_v, part_i, _ = _score_contract(kb, d, k, metric, False, 1, dtype)
     kb.require(s * t * block_n >= m, "the ranges cover the database")
     kb.grid(ceil_div(q_n, block_q), s, b)
     swizzle = swizzle_for(d, dtype)
@@ -652,8 +672,11 @@ def rows_sm100a(d=128, block_n=128, stages=3, epilogue_cols=32, k=10, metric="l2
     tacc = kb.tensor_memory("tacc", "f32", [block_q, block_n], owner="mma")
     score = kb.registers("score", "f32", [block_q, epilogue_cols], layout="row_per_thread", owner="mma")
     cvec = kb.registers("cvec", "f32", [epilogue_cols], layout="per_thread", owner="mma") if col is not None else None
-    best_v = kb.registers("best_v", "f32", [block_q, k], layout="row_per_thread", owner="mma")
-    best_i = kb.registers("best_i", "i32", [block_q, k], layout="row_per_thread", owner="mma")
+    if collect:
+        start = kb.registers("start", "f32", [block_q], layout="row_per_thread", owner="mma")
+    else:
+        best_v = kb.registers("best_v", "f32", [block_q, k], layout="row_per_thread", owner="mma")
+        best_i = kb.registers("best_i", "i32", [block_q, k], layout="row_per_thread", owner="mma")
     q_full = kb.mbarrier("q_full", arrivals=1, tx_bytes=kb.tile_bytes(s_q))
     full = kb.mbarrier("full", arrivals=1, count=stages, tx_bytes=kb.tile_bytes(s_x))
     empty = kb.mbarrier("empty", arrivals=1, count=stages)
@@ -665,8 +688,11 @@ def rows_sm100a(d=128, block_n=128, stages=3, epilogue_cols=32, k=10, metric="l2
     with kb.role("mma", "consumer", warpgroups=1) as r:
         issuer = (r.warp == 0) & r.elected
         r.block_sync()
-        r.fill(best_v.all, -INF if largest(metric) else INF)
-        r.fill(best_i.all, -1)
+        if collect:
+            r.copy(bound[bi, q0], start.all)
+        else:
+            r.fill(best_v.all, -INF if largest(metric) else INF)
+            r.fill(best_i.all, -1)
         with r.if_(issuer):
             r.wait(q_full[0], phase=0)
         with r.loop("j", 0, t) as j:
@@ -684,11 +710,16 @@ def rows_sm100a(d=128, block_n=128, stages=3, epilogue_cols=32, k=10, metric="l2
                 if cvec is not None:
                     r.copy(col[bi, row0 + c0], cvec.all)
                     _epilogue(r, metric, score.all, cvec.all)
-                r.top_k(score.all, 1, k, row0 + c0, best_v.all, best_i.all, "thread", largest=largest(metric),
-                        index_limit=m, vote=True)
+                if collect:
+                    r.top_k_collect(score.all, start.all, row0 + c0, part_v[bi, q0, 0], part_i[bi, q0, 0], count[bi, q0],
+                                    largest=largest(metric), index_limit=m)
+                else:
+                    r.top_k(score.all, 1, k, row0 + c0, best_v.all, best_i.all, "thread", largest=largest(metric),
+                            index_limit=m, vote=True)
             r.named_sync(wg)  # the accumulator is drained by every thread before the next issue into it
-        r.copy(best_v.all, part_v[bi, si, q0, 0])
-        r.copy(best_i.all, part_i[bi, si, q0, 0])
+        if not collect:
+            r.copy(best_v.all, part_v[bi, si, q0, 0])
+            r.copy(best_i.all, part_i[bi, si, q0, 0])
     with kb.role("load", "producer", warps=1) as r:
         init_barriers(r, q_full, full, empty, acc_full)
         with r.if_(r.elected):

@@ -46,10 +46,11 @@ def capacity(k, m=None):
 
 
 def sample_rows(m, k):
-    """Rows of the database the seeding pass samples, or 0 when the database is too small for a sample to bound
-    k + 1 scores (every row is then a candidate)."""
-    rows = m // SAMPLE
-    return rows if rows >= SEED_ENTRIES_PER_K * (k + 1) else 0
+    """Rows of the database the seeding pass samples: M / SAMPLE, and at least SEED_ENTRIES_PER_K (k + 1) so that its
+    lists' union can bound the (k + 1)-th score; 0 when that is more than half the database (every row is then a
+    candidate, as the buffers hold all M)."""
+    rows = max(m // SAMPLE, SEED_ENTRIES_PER_K * (k + 1))
+    return rows if 2 * rows <= m else 0
 
 
 def rounding_slack(metric, d):

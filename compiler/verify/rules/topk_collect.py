@@ -11,7 +11,6 @@ from compiler.verify.registry import Finding, rule
 REGISTER = ir_pb2.MEMORY_SPACE_REGISTER
 SHARED = ir_pb2.MEMORY_SPACE_SHARED
 L = ir_pb2.FragmentLayout
-WRITES = (ir_pb2.ACCESS_WRITE, ir_pb2.ACCESS_READ_WRITE)
 COLLECT_LAYOUTS = (L.FRAGMENT_LAYOUT_WGMMA_ACC, L.FRAGMENT_LAYOUT_MMA_ACC, L.FRAGMENT_LAYOUT_ROW_PER_THREAD)
 
 
@@ -31,8 +30,9 @@ def _largest(ctx, expr):
     return None
 
 
-def _tensor(ctx, site, field, dtypes, rank=None, written=False):
-    """Findings about a GlobalRef operand: its tensor's dtype, rank and access; and the param (or None)."""
+def _tensor(ctx, site, field, dtypes, rank=None):
+    """Findings about a GlobalRef operand: its tensor's dtype and rank (that a written one is writable is
+    CAKE-CONTRACT-006's); and the param (or None)."""
     ref = getattr(site.msg, field)
     p = _param(ctx, ref)
     if p is None:
@@ -43,8 +43,6 @@ def _tensor(ctx, site, field, dtypes, rank=None, written=False):
                                                                " or ".join(short(ir_pb2.Dtype, d) for d in dtypes))))
     if rank is not None and len(p.shape) != rank:
         out.append(Finding(path, "`%s` has %d dims; %s needs %d" % (p.name, len(p.shape), field, rank)))
-    if written and p.access not in WRITES:
-        out.append(Finding(path, "`%s` is %s; the op writes it" % (p.name, short(ir_pb2.Access, p.access))))
     return out, p
 
 
@@ -52,10 +50,10 @@ def _tensor(ctx, site, field, dtypes, rank=None, written=False):
     "CAKE-STRUCT-025", "structure", "error",
     doc="A TopKCollect reads an f32 register score tile (wgmma_acc, mma_acc or row_per_thread) along axis 1 and a "
     "bound fragment of one f32 value per row of the lists that tile keeps (wgmma_rows [64], mma_rows [rows], "
-    "row_per_thread [threads]); it appends to writable candidate tensors, f32 values and i32 indices of one rank, "
-    "and counts in a writable i32 tensor of one dim less.",
+    "row_per_thread [threads]); it appends to candidate tensors, f32 values and i32 indices of one rank, "
+    "and counts in an i32 tensor of one dim less.",
     fix_hint="Collect from the accumulator along its columns with the bound in the rows layout that accumulator "
-    "keeps; declare cand_v f32 and cand_i i32 [..., rows, C], count i32 [..., rows], all written.",
+    "keeps; declare cand_v f32 and cand_i i32 [..., rows, C] and count i32 [..., rows].",
 )
 def collect_form(ctx):
     for site in ctx.sites("top_k_collect"):
@@ -78,13 +76,12 @@ def collect_form(ctx):
                               "per row of `%s`" % (bound.name, short(L, bound.layout), list(bound.shape),
                                                    short(L, rows_layout), want, src.name),
                               (("`%s` is declared here" % bound.name, ctx.region_path(bound.name)),))
-        found, values = _tensor(ctx, site, "values", (ir_pb2.DTYPE_F32,), written=True)
+        found, values = _tensor(ctx, site, "values", (ir_pb2.DTYPE_F32,))
         yield from found
         rank = len(values.shape) if values is not None else None
-        found, _ = _tensor(ctx, site, "indices", (ir_pb2.DTYPE_I32,), rank=rank, written=True)
+        found, _ = _tensor(ctx, site, "indices", (ir_pb2.DTYPE_I32,), rank=rank)
         yield from found
-        found, _ = _tensor(ctx, site, "count", (ir_pb2.DTYPE_I32,), rank=None if rank is None else rank - 1,
-                           written=True)
+        found, _ = _tensor(ctx, site, "count", (ir_pb2.DTYPE_I32,), rank=None if rank is None else rank - 1)
         yield from found
 
 
@@ -107,10 +104,9 @@ def select_form(ctx):
             yield Finding(site.path, "top_k_select needs a metric (l2, inner_product or cosine)")
         found, values = _tensor(ctx, site, "values", (ir_pb2.DTYPE_F32,))
         yield from found
-        for field, dtypes, written in (("indices", (ir_pb2.DTYPE_I32,), False), ("count", (ir_pb2.DTYPE_I32,), False),
-                                       ("dist", (ir_pb2.DTYPE_F32,), True),
-                                       ("idx", (ir_pb2.DTYPE_I32, ir_pb2.DTYPE_I64), True)):
-            yield from _tensor(ctx, site, field, dtypes, written=written)[0]
+        for field, dtypes in (("indices", (ir_pb2.DTYPE_I32,)), ("count", (ir_pb2.DTYPE_I32,)),
+                              ("dist", (ir_pb2.DTYPE_F32,)), ("idx", (ir_pb2.DTYPE_I32, ir_pb2.DTYPE_I64))):
+            yield from _tensor(ctx, site, field, dtypes)[0]
         scratch = []
         for field, dtype in (("scratch_values", ir_pb2.DTYPE_F32), ("scratch_indices", ir_pb2.DTYPE_I32)):
             region = ctx.region(getattr(op, field).region)
