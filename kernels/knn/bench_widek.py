@@ -78,7 +78,7 @@ def build_all(shapes, workers, deadline):
     todo = set()
     for s in shapes:
         todo.update(widek.kernels_for(s["B"], s["Q"], s["M"], s["D"], s["k"], api.METRICS[s["metric"]],
-                                      dtype=getattr(torch, s["dtype"])))
+                                      s.get("exclude_self", False), getattr(torch, s["dtype"])))
     failed = []
     with concurrent.futures.ProcessPoolExecutor(workers) as pool:
         futures = {pool.submit(bench._build_one, b, p): (b, p) for b, p in sorted(todo)}
@@ -101,6 +101,7 @@ def main():
     ap.add_argument("--deadline-s", type=float, default=200)
     ap.add_argument("--build-s", type=float, default=60)
     ap.add_argument("--workers", type=int, default=16)
+    ap.add_argument("--build-tests", action="store_true", help="build widek_gpu_test's kernels too, then measure")
     args = ap.parse_args()
     start = time.time()
     import torch
@@ -110,7 +111,12 @@ def main():
     groups = [("dispatch_sampled", s) for s in DISPATCH_SAMPLED] + [("self_knn_90", SELF_KNN_90)] + [
         ("drawn", s) for s in drawn_shapes(args.drawn)]
     record = bench.machine()
-    record["build_failures"] = build_all([s for _, s in groups], args.workers, start + args.build_s)
+    built = [s for _, s in groups]
+    if args.build_tests:
+        from kernels.knn import widek_gpu_test
+
+        built += widek_gpu_test.build_shapes()
+    record["build_failures"] = build_all(built, args.workers, start + args.build_s)
     rows = []
     for source, shape in groups:
         if time.time() - start > args.deadline_s:

@@ -1,6 +1,8 @@
 """GPU tests of the wide-k search (33 <= k <= 256, kernels/knn/select.py): the runtime's oracle at tail shapes
-(k on and off the capacity ladder's steps, small databases searched without a seeding pass, batches, self-KNN,
-every metric and dtype), the kernels really run (no fallback), and a buffer overflow still gives exact results."""
+(k on and off the capacity ladder's steps, small databases, batches, self-KNN, every metric and dtype), the kernels
+really run (no fallback), and a buffer overflow still gives exact results.
+
+CASES is data so that a run can build their kernels ahead in parallel (bench_widek.build_all)."""
 
 import warnings
 
@@ -12,6 +14,19 @@ SHAPES = [
     {"B": 3, "Q": 70, "M": 1500, "D": 20},  # no seeding pass: every row is a candidate
     {"B": 1, "Q": 1, "M": 200000, "D": 256},
 ]
+SELF = [{"B": 1, "Q": 5000, "M": 5000, "D": 64}, {"B": 2, "Q": 700, "M": 700, "D": 16}]
+F32 = [{"B": 1, "Q": 200, "M": 30000, "D": 100}, {"B": 2, "Q": 3, "M": 5000, "D": 8}]
+# (shapes, metric, k, dtype, exclude_self)
+CASES = [(SHAPES, "l2", 33, "bfloat16", False), (SHAPES, "l2", 100, "bfloat16", False),
+         (SHAPES, "l2", 256, "bfloat16", False), (SHAPES, "ip", 64, "bfloat16", False),
+         (SHAPES, "cosine", 129, "bfloat16", False), (SHAPES[:3], "cosine", 90, "float16", False),
+         (F32, "l2", 50, "float32", False), (SELF, "l2", 90, "bfloat16", True), (SELF, "cosine", 90, "bfloat16", True)]
+
+
+def build_shapes():
+    """Every (shape, metric, k, dtype, exclude_self) the tests search, as bench_widek.build_all takes them."""
+    return [dict(s, metric=metric, k=k, dtype=dtype, exclude_self=ex) for shapes, metric, k, dtype, ex in CASES
+            for s in shapes]
 
 
 def _launch(metric, k, exclude_self=False):
@@ -25,7 +40,9 @@ def _launch(metric, k, exclude_self=False):
     return launch
 
 
-def _check(shapes, metric, k, dtype="bfloat16", exclude_self=False):
+@pytest.mark.gpu
+@pytest.mark.parametrize("shapes, metric, k, dtype, exclude_self", CASES)
+def test_wide_k_passes_the_oracle(shapes, metric, k, dtype, exclude_self):
     import torch
 
     from kernels.knn.contract import knn_contract
@@ -38,24 +55,6 @@ def _check(shapes, metric, k, dtype="bfloat16", exclude_self=False):
     assert result.passed, result.message
     fallbacks = [str(w.message) for w in seen if "exact torch path" in str(w.message)]
     assert not fallbacks, fallbacks  # the wide-k kernels ran
-
-
-@pytest.mark.gpu
-@pytest.mark.parametrize("metric, k", [("l2", 33), ("l2", 100), ("l2", 256), ("ip", 64), ("cosine", 129)])
-def test_wide_k_passes_the_oracle_on_tail_shapes(metric, k):
-    _check(SHAPES, metric, k)
-
-
-@pytest.mark.gpu
-def test_wide_k_half_and_single_precision():
-    _check(SHAPES[:3], "cosine", 90, dtype="float16")
-    _check([{"B": 1, "Q": 200, "M": 30000, "D": 100}, {"B": 2, "Q": 3, "M": 5000, "D": 8}], "l2", 50, dtype="float32")
-
-
-@pytest.mark.gpu
-@pytest.mark.parametrize("metric", ["l2", "cosine"])
-def test_wide_k_self_knn_excludes_each_point(metric):
-    _check([{"B": 1, "Q": 5000, "M": 5000, "D": 64}, {"B": 2, "Q": 700, "M": 700, "D": 16}], metric, 90, exclude_self=True)
 
 
 @pytest.mark.gpu
