@@ -8,7 +8,8 @@ events, median of 10): cake through knn()'s dispatcher (KnnIndex.search for sear
 self-KNN cell), flashlib's flash_knn as bench.py calls it, and "torch_path" (kernels/knn/torch_path.py on the
 index's rows). Rows go to --out after every shape, so a run stopped at its deadline keeps them.
 
-    python3 -m kernels.knn.bench_widek --out FILE [--drawn 16] [--deadline-s 200] [--workers 16]
+    python3 -m kernels.knn.bench_widek --out FILE [--drawn 16] [--deadline-s 200] [--workers 16] [--build-tests]
+                                       [--build-only]
 """
 
 import argparse
@@ -101,7 +102,8 @@ def main():
     ap.add_argument("--deadline-s", type=float, default=200)
     ap.add_argument("--build-s", type=float, default=60)
     ap.add_argument("--workers", type=int, default=16)
-    ap.add_argument("--build-tests", action="store_true", help="build widek_gpu_test's kernels too, then measure")
+    ap.add_argument("--build-tests", action="store_true", help="build widek_gpu_test's kernels too")
+    ap.add_argument("--build-only", action="store_true", help="build the kernels (into the compile cache) and stop")
     args = ap.parse_args()
     start = time.time()
     import torch
@@ -110,13 +112,17 @@ def main():
 
     groups = [("dispatch_sampled", s) for s in DISPATCH_SAMPLED] + [("self_knn_90", SELF_KNN_90)] + [
         ("drawn", s) for s in drawn_shapes(args.drawn)]
-    record = bench.machine()
+    record = {}
     built = [s for _, s in groups]
     if args.build_tests:
         from kernels.knn import widek_gpu_test
 
         built += widek_gpu_test.build_shapes()
     record["build_failures"] = build_all(built, args.workers, start + args.build_s)
+    if args.build_only:
+        print(json.dumps(record["build_failures"]), flush=True)
+        return
+    record.update(bench.machine())
     rows = []
     for source, shape in groups:
         if time.time() - start > args.deadline_s:
