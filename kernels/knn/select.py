@@ -2,10 +2,11 @@
 
 Register lists hold at most plan.MAX_K entries per thread, so k past them runs in three passes:
 
-1. seeding: the seeding pass of the k <= 32 path (plan.seed_plan at k' = 32, its minima form, or the
-   k best form for self-KNN) over a sample of the database's first rows, then `bound_from_lists`
-   (torch): the k-th best of the union of its partial lists' entries (distinct rows, so at least k
-   rows score at least that well), loosened by the rounding bound (`rounding_slack`);
+1. seeding: the k <= 32 path's seeding kernel (rows_sm90a's minima form at k' = 32, widek.seed_plan)
+   over a sample of the database's first rows (`sample_rows`), then (torch) the k-th best of the union
+   of its partial lists' entries (distinct rows, so at least k rows score at least that well; the
+   (k + 1)-th for self-KNN, whose own row the sample may hold), loosened by the rounding bound
+   (`rounding_slack`) and one ulp;
 2. filter: the score kernel's collect form (schedules.rows_sm90a(collect=True), TopKCollect) over the
    whole database appends every (score, row) that beats the query's bound to the query's candidate
    buffer (cand_v, cand_i [B, Q, C]) and counts them (count [B, Q]; past C only the count grows);
@@ -31,6 +32,10 @@ CAPACITIES = (1024, 2048, 4096)  # candidate slots per query (the select's share
 # more where the seeding lists' union is looser than the sample's own k-th score.
 CANDIDATES_PER_K = 16
 SAMPLE = 8
+# Small databases sample up to half their rows, SMALL_SAMPLE_PER_K (k + 1) of them: there the select's sort of
+# M / R (k + 1) candidates per query, not the tensor-core work, is the cost (on the H200 at B 7, Q 9664, M 1824,
+# k 91, about 520 candidates per query from 320 sampled rows took 9.1 ms against flashlib's 7.0).
+SMALL_SAMPLE_PER_K = 16
 SELECT_WARPS = 8
 SEED_K = 32  # the seeding pass's lists (register lists)
 SEED_ENTRIES_PER_K = 4  # seeding lists' entries per neighbour asked of the seed plan (their union bounds the k-th)
@@ -46,10 +51,11 @@ def capacity(k, m=None):
 
 
 def sample_rows(m, k):
-    """Rows of the database the seeding pass samples: M / SAMPLE, and at least SEED_ENTRIES_PER_K (k + 1) so that its
-    lists' union can bound the (k + 1)-th score; 0 when that is more than half the database (every row is then a
-    candidate, as the buffers hold all M)."""
-    rows = max(m // SAMPLE, SEED_ENTRIES_PER_K * (k + 1))
+    """Rows of the database the seeding pass samples: M / SAMPLE, or for a small database up to M / 2 and
+    SMALL_SAMPLE_PER_K (k + 1), and at least SEED_ENTRIES_PER_K (k + 1) so that its lists' union can bound the
+    (k + 1)-th score; 0 when that is more than half the database (every row is then a candidate, as the buffers
+    hold all M)."""
+    rows = max(m // SAMPLE, min(m // 2, SMALL_SAMPLE_PER_K * (k + 1)), SEED_ENTRIES_PER_K * (k + 1))
     return rows if 2 * rows <= m else 0
 
 

@@ -57,8 +57,16 @@ def test_capacity_follows_the_ladder_and_refuses_k_outside_the_path():
     for k in (32, 257):
         with pytest.raises(ValueError, match="k must be in"):
             select.capacity(k)
-    assert select.sample_rows(700, 90) == 0 and select.sample_rows(1000, 90) == 364
-    assert select.sample_rows(80000, 90) == 10000
+    assert select.sample_rows(700, 90) == 0 and select.sample_rows(1000, 90) == 500
+    assert select.sample_rows(1824, 91) == 912 and select.sample_rows(80000, 90) == 10000
+
+
+def test_the_seeding_lists_are_read_before_any_fan_in():
+    # A fan-in keeps 32 of each 32 lists' entries: too few for the union to bound the k-th score (a shape with 88
+    # seeding lists at k 127).
+    sp, _ = widek.seed_plan(3, 3, 179629, 80, 127, planner.SMS)
+    assert planner.fanin_lists(sp.lists_padded) and sp.lists * select.SEED_K > 127
+    assert not any(builder == "merge_fanin" for builder, _ in widek.kernels_for(3, 3, 179629, 77, 127))
 
 
 SHAPES = [(1, 1, 1 << 20, 128), (28, 1, 52776, 26), (3, 494, 534739, 51), (7, 9664, 1824, 20), (8, 49, 19089, 14),

@@ -62,8 +62,6 @@ def kernels_for(b, q, m, d, k, metric="l2", exclude_self=False, dtype=torch.bflo
            select_builder(cap, metric, dtype, index_dtype)]
     if sp is not None:
         out.append(dispatch.score_builder(sp, metric, False, dispatch.DTYPES[rank_dtype]))
-        if planner.fanin_lists(sp.lists_padded):
-            out.append(dispatch.fanin_builder(select.SEED_K, metric))
     return out
 
 
@@ -110,8 +108,11 @@ class WideCall:
     def _bound(self, q_rank):
         """bound = the k-th best of the seeding pass's lists (their union: distinct rows), loosened by the rounding
         bound and one ulp (the filter appends what beats it strictly)."""
-        self.seed.run(self.device_index)
-        v = self.seed.lists_v  # [B, P, Q, 32]
+        # The score kernel's own partial lists, not a fan-in's: a fan-in keeps 32 entries of each 32 lists, and the
+        # union must hold k + 1 (on the H200 at B 3, Q 3, M 179629, k 127 it held 96: no bound, every row a
+        # candidate, the overflow's torch path; knn_widek_h200.json).
+        self.seed.launch.launch(self.seed.prepared, self.device_index)
+        v = self.seed.part_v  # [B, P, Q, 32]
         b, p, nq, kk = v.shape
         union = v.permute(0, 2, 1, 3).reshape(b, nq, p * kk)
         kth = torch.topk(union, self.kth, dim=-1, largest=self.largest, sorted=False).values
