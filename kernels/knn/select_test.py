@@ -163,3 +163,15 @@ def test_bad_arguments_name_the_argument():
         select.select_kernel(index_dtype="u8")
     with pytest.raises(ValueError, match="collect"):
         schedules.rows_sm90a(collect=True, seeded=True)
+
+
+def test_the_cost_model_counts_the_collect_and_the_sort():
+    from compiler.analysis import counts
+
+    sel = select.select_kernel(2048)
+    per_block, _ = counts.count(sel, {**dict(B=1, Q=100, M=5000, D=64, C=2048, k=90), **counts.builtins((100, 1, 1))}, 100)
+    assert per_block["fp32"] == 4 * 1024 * (11 * 12 // 2)  # a full 2048-entry bitonic sort
+    filt = schedules.rows_sm90a(collect=True)
+    env = dict(B=1, Q=256, M=512, D=128, S=1, T=8, C=1024, MP=512)
+    per_block, _ = counts.count(filt, {**env, **counts.builtins((132, 1, 1))}, 132)
+    assert per_block["fp32"] > 0 and "read:bound" in per_block
