@@ -491,8 +491,9 @@ def _warn_fallback(error):
 
 def _wide_search(q3, db, k, exclude_self, dist, idx):
     """k past the register lists: the wide-k kernels for k <= wide.MAX_K (kernels/knn/widek.py), else (or when
-    they cannot be built or loaded here) the exact torch path."""
-    if k <= wide.MAX_K and q3.is_cuda:
+    they cannot be built or loaded here, or under CUDA graph capture: their overflow check reads the device) the
+    exact torch path."""
+    if k <= wide.MAX_K and q3.is_cuda and not _capturing():
         from kernels.knn import widek  # (widek imports this module)
 
         try:

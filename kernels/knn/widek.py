@@ -14,6 +14,7 @@ from kernels.knn import rows as knn_rows
 from kernels.knn import schedules, select, torch_path
 
 FILTER_K = 8  # the filter keeps no lists: it is planned as the smallest lists' kernel (whatever fits those fits it)
+MAX_BUFFER_BYTES = 8 << 30  # candidate buffers (8 bytes a slot) of one search: past it, the torch path
 
 
 def filter_builder(p, metric, exclude_self, dtype):
@@ -141,9 +142,12 @@ class WideCall:
 
 
 def search_into(q3, db, k, exclude_self, dist, idx):
-    """Write the k best of database `db` for [B, Q, D] queries q3 into dist [B, Q, k] f32 and idx [B, Q, k]."""
+    """Write the k best of database `db` for [B, Q, D] queries q3 into dist [B, Q, k] f32 and idx [B, Q, k]
+    (on the exact torch path when the candidate buffers would pass MAX_BUFFER_BYTES)."""
     key = ("wide", q3.data_ptr(), tuple(q3.shape), q3.dtype, k, exclude_self, idx.dtype)
     call = db.calls.get(key)
+    if call is None and q3.shape[0] * q3.shape[1] * select.capacity(k) * 8 > MAX_BUFFER_BYTES:
+        return torch_path.search_into(knn_rows.rescoring_rows(q3), db, k, exclude_self, dist, idx)
     if call is None:
         staged = None if knn_rows.in_place(q3) else knn_rows.Rows(q3, "q")
         q_rank, q_rows = (q3, q3) if staged is None else (staged.rank, staged.rows)
