@@ -18,7 +18,7 @@ the executing role (`tiles.units`).
   (a register scalar, compiler/ir/scalars.py), whose arm no shape decides. Others
   are evaluated and the taken arm counts.
 - FLOPs: mma 2*m*n*k per tile op (by family and dtype); elementwise, reduce,
-  arg_reduce, top_k, scan and tri_solve by per-element instruction costs
+  arg_reduce, top_k, top_k_collect, top_k_select, scan and tri_solve by per-element instruction costs
   (ELEMENTWISE_COST and the per-op rules below), split into CUDA-core flops
   ("fp32") and SFU operations ("sfu").
 - Bytes: global reads (TMA, cp.async, copies from global) and writes (TMA stores,
@@ -351,6 +351,20 @@ class _Walker:
             return {}
         d = as_float(evaluate(param.shape[-1], self.env, "%s.shape" % param.name), param.name)
         return {"fp32": 2.0 * n * d, "read:" + param.name: self._global_bytes(param.name, n * d)}
+
+    def _top_k_collect(self, op, role):
+        # A compare per score and the vote's or; appends (an atomic and two stores) are rare below the bound.
+        return self._combine(op.src, op.bound, ir_pb2.SCOPE_THREAD, role, 2, 0)
+
+    def _top_k_select(self, op, role):
+        # At most a bitonic sort of the whole scratch, S / 2 compare-exchanges (4 ops, 16 shared bytes) per step,
+        # log2(S) (log2(S) + 1) / 2 steps; the sort follows the candidates' count, which no shape bounds lower.
+        region, n = self._tile(op.scratch_values, role)
+        if region is None or n < 2:
+            return {}
+        log = max(1, int(n).bit_length() - 1)  # the scratch is a power of two
+        exchanges = n / 2 * log * (log + 1) / 2
+        return {"fp32": 4.0 * exchanges, "shared": 16.0 * exchanges}
 
     def _scan(self, op, role):
         _, n = self._tile(op.src, role)

@@ -24,6 +24,7 @@ from kernels.kmeans import schedules as kmeans
 from kernels.kmeans import tuned as kmeans_tuned
 from kernels.knn import naive as knn_naive
 from kernels.knn import schedules as knn
+from kernels.knn import select as knn_select
 
 GOOD_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "good")
 
@@ -31,7 +32,7 @@ GOOD_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "good")
 # one schedule of each of the three proving kernels, the tuned KMeans kernels the
 # API runs (kernels/kmeans/api.py: the assignment at its D = 128 parameters), the
 # KNN kernels (kernels/knn: the tuned score kernel and the merges at k = 10, the small-Q,
-# sm_80 and sm_100a score kernels), and the naive seeds the agent starts from
+# sm_80 and sm_100a score kernels, the wide-k filter and select), and the naive seeds the agent starts from
 # (kernels/*/naive.py: one warpgroup, plain loads, no ring).
 GOOD = {
     "gemm_sm80": gemm_sm80,
@@ -53,6 +54,10 @@ GOOD = {
     "knn_merge_fanin": knn.merge_fanin,
     "knn_rows_sm80": knn.rows_sm80,
     "knn_rows_sm100a": knn.rows_sm100a,
+    "knn_filter_sm90a": lambda: knn.rows_sm90a(collect=True),
+    "knn_filter_sm80": lambda: knn.rows_sm80(collect=True),
+    "knn_filter_sm100a": lambda: knn.rows_sm100a(collect=True),
+    "knn_select": knn_select.select_kernel,
     "knn_rows_naive": knn_naive.rows_naive,
     "kda_intra_sm90a": kda.intra_sm90a,
     "kda_chain_sm90a": kda.chain_sm90a,

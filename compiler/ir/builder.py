@@ -322,6 +322,26 @@ class _Body:
             )
         )
 
+    def top_k_collect(self, src, bound, index_base, values, indices, count, largest=False, index_limit=None,
+                      exclude_base=None):
+        """Append the candidates of score tile `src` that beat their row's `bound` to the rows of the global
+        candidate buffers at `values`/`indices` (each row's length so far in `count`; TopKCollect)."""
+        op = ir_pb2.TopKCollect(src=src, axis=1, largest=largest, index_base=as_expr(index_base), bound=bound,
+                                values=values, indices=indices, count=count)
+        if index_limit is not None:
+            op.index_limit.CopyFrom(as_expr(index_limit))
+        if exclude_base is not None:
+            op.exclude_base.CopyFrom(as_expr(exclude_base))
+        self._add(top_k_collect=op)
+
+    def top_k_select(self, values, indices, count, k, query, database, metric, scratch_values, scratch_indices, dist,
+                     idx, largest=False):
+        """The k best of one query's candidate buffer row, rescored exactly and sorted, into dist/idx (TopKSelect)."""
+        self._add(top_k_select=ir_pb2.TopKSelect(
+            values=values, indices=indices, count=count, k=as_expr(k), largest=largest, query=query,
+            database=database, metric=_enum(ir_pb2.RescoreMetric, metric), scratch_values=scratch_values,
+            scratch_indices=scratch_indices, dist=dist, idx=idx))
+
     def scan(self, src, dst, axis, scope, exclusive=False):
         self._add(scan=ir_pb2.Scan(src=src, dst=dst, axis=axis, exclusive=exclusive, scope=_enum(ir_pb2.Scope, scope)))
 

@@ -29,6 +29,8 @@ _TILES = {
     "arg_reduce": (("src", R), ("values", W), ("indices", W)),
     "top_k": (("src", R), ("src_indices", R), ("values", RW), ("indices", RW)),
     "rescore": (("values", RW), ("indices", R)),
+    "top_k_collect": (("src", R), ("bound", R)),
+    "top_k_select": (("scratch_values", RW), ("scratch_indices", RW)),
     "scan": (("src", R), ("dst", W)),
     "tri_solve": (("a", R), ("b", R), ("x", W)),
     "atomic": (("src", R), ("index", R)),
@@ -44,6 +46,9 @@ _GLOBALS = {
     "copy": (("src_global", R), ("dst_global", W)),
     "atomic": (("dst", RW),),
     "rescore": (("query", R), ("database", R)),
+    "top_k_collect": (("values", W), ("indices", W), ("count", RW)),
+    "top_k_select": (("values", R), ("indices", R), ("count", R), ("query", R), ("database", R), ("dist", W),
+                     ("idx", W)),
 }
 
 # op kind -> (field, is a BarrierRef (else a plain name)).
@@ -133,8 +138,10 @@ def collective(kind, msg):
         return "warp"
     if kind == "top_k":
         return _top_k_unit(msg)
-    if kind == "rescore":
-        return "warp"  # the lanes split the features and shuffle the sums
+    if kind in ("rescore", "top_k_collect"):
+        return "warp"  # rescore: the lanes split the features and shuffle the sums; collect: a vote per group
+    if kind == "top_k_select":
+        return "role"  # bar.sync between the sort's steps
     if kind in ("reduce", "arg_reduce", "scan"):
         return _SCOPE_UNIT.get(msg.scope)
     if kind == "atomic" and msg.aggregation == ir_pb2.AGGREGATION_WARP:
@@ -171,6 +178,9 @@ DATA_FIELDS = frozenset((
     ("TopK", "index_base"),
     ("TopK", "index_limit"),
     ("TopK", "exclude_base"),
+    ("TopKCollect", "index_base"),
+    ("TopKCollect", "index_limit"),
+    ("TopKCollect", "exclude_base"),
     ("Operand", "scalar"),
 ))  # fmt: skip
 

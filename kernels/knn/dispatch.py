@@ -11,7 +11,9 @@ A search of database `db` (kernels/knn/rows.py) for queries q at k neighbours ru
    of them into one, plan.fanin_lists; the seeding pass's merge reads its own lists so too);
 3. the merge kernel: partial lists -> the k best, rescored exactly in f32, sorted, into the
    caller's dist and idx.
-k past the register lists (plan.MAX_K) runs the exact torch path (kernels/knn/torch_path.py).
+k past the register lists (plan.MAX_K) runs the wide-k kernels up to select.MAX_K (kernels/knn/widek.py: a bound
+from the seeding pass, the collect form of the score kernel, a select kernel), past them, or when their candidate
+buffers overflow, the exact torch path (kernels/knn/torch_path.py).
 
 `Call` holds one search's prepared launches (runtime/fast_launch.py: arguments, tensor maps
 and contract checks done once) and buffers. A database keeps its calls (`Database.calls`,
@@ -33,6 +35,7 @@ from compiler.verify import has_errors, verify
 from kernels.knn import plan as planner
 from kernels.knn import rows as knn_rows
 from kernels.knn import schedules, torch_path, variants
+from kernels.knn import select as wide
 from runtime.compiled import CompiledKernelRunner
 from runtime.fast_launch import FastLaunch, raw_stream
 from runtime.shape_domain import Domain
@@ -58,7 +61,8 @@ def compiled(builder, params):
     A kernel is verified before nvcc builds it (a schedule the planner got wrong must not reach the
     GPU, where a broken protocol hangs); a compile-cache hit was verified when it was built.
     """
-    kernel = getattr(schedules, builder)(**dict(params))
+    kernel = getattr(schedules, builder, None) or getattr(wide, builder)  # k <= 32, or wide k (select.py)
+    kernel = kernel(**dict(params))
     found = prebuilt.find(kernel)  # a prebuilt store on the search path (compiler/build/prebuilt.py): no nvcc
     if found is not None:
         return found
@@ -513,6 +517,20 @@ def _warn_fallback(error):
                       RuntimeWarning, stacklevel=3)
 
 
+def _wide_search(q3, db, k, exclude_self, dist, idx):
+    """k past the register lists: the wide-k kernels for k <= wide.MAX_K (kernels/knn/widek.py), else (or when
+    they cannot be built or loaded here, or under CUDA graph capture: their overflow check reads the device) the
+    exact torch path."""
+    if k <= wide.MAX_K and q3.is_cuda and not _capturing():
+        from kernels.knn import widek  # (widek imports this module)
+
+        try:
+            return widek.search_into(q3, db, k, exclude_self, dist, idx)
+        except RuntimeError as e:
+            _warn_fallback(e)
+    return torch_path.search_into(knn_rows.rescoring_rows(q3), db, k, exclude_self, dist, idx)
+
+
 def search_into(q3, db, k, exclude_self, dist, idx, layout=None, plan=None, seed=None, pre=None, config=None):
     """Write the k best of database `db` for [B, Q, D] queries q3 into dist [B, Q, k] f32 and idx [B, Q, k].
 
@@ -524,10 +542,10 @@ def search_into(q3, db, k, exclude_self, dist, idx, layout=None, plan=None, seed
     b, nq = q3.shape[0], q3.shape[1]
     if nq == 0:
         return dist, idx
-    if k > planner.MAX_K:  # past the register lists: the exact torch path
+    if k > planner.MAX_K:  # past the register lists: the wide-k kernels (select.py), past them the exact torch path
         if pre is not None:
             pre()
-        return torch_path.search_into(knn_rows.rescoring_rows(q3), db, k, exclude_self, dist, idx)
+        return _wide_search(q3, db, k, exclude_self, dist, idx)
     key = _call_key(q3, k, exclude_self, idx.dtype, layout, plan, seed, config)
     call = db.calls.get(key)
     if call is None:

@@ -181,3 +181,39 @@ def recall(idx, ref_idx):
     """Fraction of the reference neighbours (ref_idx [..., Q, k]) that idx [..., Q, k] found, over all queries."""
     found = (idx.long()[..., :, None] == ref_idx.long()[..., None, :]).any(-2)
     return found.float().mean().item()
+
+
+def union_bound(part_v, k, metric="l2"):
+    """[B, Q]: the k-th best entry of the union of each query's partial lists part_v [B, P, Q, k'] (the worst score
+    when they hold fewer than k entries). Entries of disjoint lists name distinct rows, so at least k rows of the
+    database score at least that well: a bound on the k-th score (the wide-k path's seeding, kernels/knn/select.py)."""
+    best_large = largest(metric)
+    b, p, nq, kk = part_v.shape
+    union = part_v.permute(0, 2, 1, 3).reshape(b, nq, p * kk)
+    if p * kk < k:
+        return torch.full((b, nq), -math.inf if best_large else math.inf, dtype=part_v.dtype)
+    return torch.topk(union, k, dim=-1, largest=best_large).values[..., k - 1]
+
+
+def collected(s, bound, metric="l2", exclude_self=False):
+    """(mask [B, Q, M], count [B, Q]) of a filter kernel (TopKCollect) on ranking scores s [B, Q, M]: the rows whose
+    score beats the query's bound (strictly), its own row left out for self-KNN."""
+    best_large = largest(metric)
+    mask = s > bound[..., None] if best_large else s < bound[..., None]
+    if exclude_self:
+        n = min(s.shape[-2], s.shape[-1])
+        mask[..., torch.arange(n), torch.arange(n)] = False
+    return mask, mask.sum(-1)
+
+
+def select_candidates(q, x, cand_v, cand_i, count, k, metric="l2"):
+    """(dist, idx) of the select kernel (TopKSelect): of the first min(count, C) candidates per query, the k best by
+    ranking score (ties to the smaller index), rescored exactly (float64 here) and sorted; worst score, index -1
+    past the candidates."""
+    best_large = largest(metric)
+    c = cand_v.shape[-1]
+    valid = torch.arange(c)[None, None, :] < count.clamp(max=c)[..., None]
+    worst = -math.inf if best_large else math.inf
+    v = torch.where(valid, cand_v.double(), torch.full_like(cand_v.double(), worst))
+    i = torch.where(valid, cand_i.long(), torch.full_like(cand_i.long(), -1))
+    return merge_lists(q, x, v[:, None], i[:, None], k, metric)

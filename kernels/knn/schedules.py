@@ -66,13 +66,6 @@ def _score_contract(kb, d, k, metric, exclude_self, lists_per_range, dtype, seed
 
     `minima`: the fewest rows the minima form scores (one tile per interleave class), which the database holds; else 0.
     """
-    b = kb.symbol("B", min=1, max=1 << 16, doc="independent problems (batch)")
-    q_n = kb.symbol("Q", min=1, max=1 << 26, doc="queries per problem")
-    m = kb.symbol("M", min=max(1, minima), max=MAX_M, doc="database rows per problem")
-    dd = kb.symbol("D", min=8, max=d, doc="features; tiles are %d wide and TMA zero-fills the rest" % d)
-    s = kb.symbol("S", min=1, max=1 << 16, doc="database ranges (splits)")
-    t = kb.symbol("T", min=1, max=1 << 24, doc="tiles per range")
-    kk = kb.symbol("k", min=k, max=k, value=k, doc="entries per list (the kernel is specialized to it)")
     score = {"l2": "x_sq[b, j] - 2 q.x", "ip": "q.x", "cos": "q.x * x_inv[b, j]"}[metric]
     best = "largest" if largest(metric) else "smallest"
     norms = "; x_sq = ||x[b, j]||^2, x_inv = 1 / ||x[b, j]||"
@@ -87,7 +80,35 @@ def _score_contract(kb, d, k, metric, exclude_self, lists_per_range, dtype, seed
                  + ("; lists start at (seed[b, i], -1): candidates must beat the seed, a bound on the k-th score of the"
                     " whole database (entries still at the seed have index -1)" if seeded else ""))
         reference = "kernels.knn.reference.partial_lists"
-    kb.contract(math=math_, reference=reference, metric="recall", tolerance=0.99)
+    handles = {}
+
+    def declare():  # after the shared symbols, before the inputs (the order the kernels' ABI has)
+        handles["k"] = kb.symbol("k", min=k, max=k, value=k, doc="entries per list (the kernel is specialized to it)")
+        kb.contract(math=math_, reference=reference, metric="recall", tolerance=0.99)
+
+    b, q_n, m, dd, s, t, q, x, col = _score_inputs(kb, d, metric, dtype, minima, declare)
+    kk = handles["k"]
+    p = kb.symbol("P", min=lists_per_range, max=1 << 20, doc="partial lists of the workspace (lists past S * %d are not "
+                  "written: they keep the host's fill, the worst score and index -1, for the merge)" % lists_per_range)
+    kb.require(p >= s * lists_per_range, "the workspace holds the %d partial lists of every range" % lists_per_range)
+    # read_write: the kernel writes the first S * lists_per_range lists; the rest keep the host's fill.
+    part_v = kb.tensor("part_v", "f32", [b, p, q_n, kk], access="read_write", doc="partial lists' scores, best first")
+    part_i = kb.tensor("part_i", "i32", [b, p, q_n, kk], access="read_write", doc="partial lists' database rows")
+    seed = kb.tensor("seed", "f32", [b, q_n], doc="per query: the score a candidate must beat (a bound on the k-th)") if seeded else None
+    return b, q_n, m, dd, s, t, q, x, col, part_v, part_i, seed
+
+
+def _score_inputs(kb, d, metric, dtype, minima=0, declare=None):
+    """The symbols and input tensors every score kernel has: (B, Q, M, D, S, T, q, x, col or None); `declare` adds a
+    kernel's own symbols and contract after the shared symbols."""
+    b = kb.symbol("B", min=1, max=1 << 16, doc="independent problems (batch)")
+    q_n = kb.symbol("Q", min=1, max=1 << 26, doc="queries per problem")
+    m = kb.symbol("M", min=max(1, minima), max=MAX_M, doc="database rows per problem")
+    dd = kb.symbol("D", min=8, max=d, doc="features; tiles are %d wide and TMA zero-fills the rest" % d)
+    s = kb.symbol("S", min=1, max=1 << 16, doc="database ranges (splits)")
+    t = kb.symbol("T", min=1, max=1 << 24, doc="tiles per range")
+    if declare is not None:
+        declare()
     kb.require(dd % 8 == 0, "rows of q and x start 16-byte aligned (TMA)")
     q = kb.tensor("q", dtype, [b, q_n, dd], doc="queries, features contiguous")
     x = kb.tensor("x", dtype, [b, m, dd], doc="database rows, features contiguous")
@@ -98,14 +119,25 @@ def _score_contract(kb, d, k, metric, exclude_self, lists_per_range, dtype, seed
         kb.require(mp % 4 == 0, "rows of col start 16-byte aligned (TMA)")
         kb.require((mp >= m) & (mp < m + 4), "MP is M rounded up to a multiple of 4")
         col = kb.tensor("col", "f32", [b, mp], doc="per database row: ||x||^2 (l2) or 1 / ||x|| (cos); 0 past M")
-    p = kb.symbol("P", min=lists_per_range, max=1 << 20, doc="partial lists of the workspace (lists past S * %d are not "
-                  "written: they keep the host's fill, the worst score and index -1, for the merge)" % lists_per_range)
-    kb.require(p >= s * lists_per_range, "the workspace holds the %d partial lists of every range" % lists_per_range)
-    # read_write: the kernel writes the first S * lists_per_range lists; the rest keep the host's fill.
-    part_v = kb.tensor("part_v", "f32", [b, p, q_n, kk], access="read_write", doc="partial lists' scores, best first")
-    part_i = kb.tensor("part_i", "i32", [b, p, q_n, kk], access="read_write", doc="partial lists' database rows")
-    seed = kb.tensor("seed", "f32", [b, q_n], doc="per query: the score a candidate must beat (a bound on the k-th)") if seeded else None
-    return b, q_n, m, dd, s, t, q, x, col, part_v, part_i, seed
+    return b, q_n, m, dd, s, t, q, x, col
+
+
+def _collect_contract(kb, d, metric, exclude_self, dtype):
+    """A filter kernel's symbols and params (kernels/knn/select.py): the score kernels' inputs, a bound per query,
+    and the candidate buffers it appends to; returns (B, Q, M, D, S, T, q, x, col, cand_v, cand_i, count, bound)."""
+    best = "smaller" if not largest(metric) else "larger"
+    score = {"l2": "x_sq[b, j] - 2 q.x", "ip": "q.x", "cos": "q.x * x_inv[b, j]"}[metric]
+    b, q_n, m, dd, s, t, q, x, col = _score_inputs(kb, d, metric, dtype, declare=lambda: kb.contract(
+        math="count[b, i] += the number of database rows j%s whose score %s is %s than bound[b, i]; each such (score, j)"
+        " is in cand_v/cand_i[b, i, :] when count[b, i] <= C (in no order)" % (" != i" if exclude_self else "", score, best),
+        reference="kernels.knn.reference.collected", metric="recall", tolerance=0.99))
+    c = kb.symbol("C", min=1, max=1 << 20, doc="candidate slots per query")
+    cand_v = kb.tensor("cand_v", "f32", [b, q_n, c], access="write", doc="appended candidates' ranking scores")
+    cand_i = kb.tensor("cand_i", "i32", [b, q_n, c], access="write", doc="appended candidates' database rows")
+    count = kb.tensor("count", "i32", [b, q_n], access="read_write",
+                      doc="candidates appended per query (the host zeroes it; past C only the count grows)")
+    bound = kb.tensor("bound", "f32", [b, q_n], doc="per query: the score a candidate must beat (a bound on the k-th)")
+    return b, q_n, m, dd, s, t, q, x, col, cand_v, cand_i, count, bound
 
 
 def stage_multiple(interleave, chunks):
@@ -161,7 +193,7 @@ def _epilogue(r, metric, acc, col_tile):
 
 
 def rows_sm90a(d=128, dk=None, block_n=64, stages=5, q_stages=2, row_groups=4, interleave=1, k=10, metric="l2",
-               exclude_self=False, seeded=False, minima=False, dtype="bf16", name=None):
+               exclude_self=False, seeded=False, minima=False, dtype="bf16", collect=False, name=None):
     """Persistent rows-layout score kernel: queries on wgmma M, database tiles through a TMA ring.
 
     Work items are (problem, query block of 64 * row_groups, range); each of the
@@ -178,10 +210,15 @@ def rows_sm90a(d=128, dk=None, block_n=64, stages=5, q_stages=2, row_groups=4, i
     than k (S * interleave * block_n per query) it is the k-th score of the rows scored but for
     the rare group holding two of the k best. It scores the first S * T * block_n rows, which
     must lie within the database (no zero-filled row enters a best), and excludes no row.
+
+    `collect` is the filter form of a wide-k search (kernels/knn/select.py): no lists; every candidate
+    that beats its query's bound is appended to the query's candidate buffer (TopKCollect), k unused.
     """
     _check(metric, k, dtype)
     if minima and (exclude_self or seeded):
         raise ValueError("the minima form (a seeding pass) neither excludes rows nor starts at a seed")
+    if collect and (minima or seeded):
+        raise ValueError("the collect form reads a bound per query: neither the minima form nor seeded lists")
     dk = dk or d
     if d % dk or dk % 64 and dk != d:
         raise ValueError("d must be a multiple of the slab width dk (a multiple of 64)")
@@ -191,10 +228,13 @@ def rows_sm90a(d=128, dk=None, block_n=64, stages=5, q_stages=2, row_groups=4, i
     if stages < 1 or stages % stage_multiple(interleave, chunks):
         raise ValueError("interleave %d with %d slabs per tile needs a ring depth that is a multiple of %d, got %d"
                          % (interleave, chunks, stage_multiple(interleave, chunks), stages))
-    name = name or "knn_rows_sm90a"
+    name = name or ("knn_filter_sm90a" if collect else "knn_rows_sm90a")
     kb = KernelBuilder(name, target="sm_90a")
-    b, q_n, m, dd, s, t, q, x, col, part_v, part_i, seed = _score_contract(kb, d, k, metric, exclude_self, interleave, dtype,
-                                                                         seeded, interleave * block_n if minima else 0)
+    if collect:
+        b, q_n, m, dd, s, t, q, x, col, part_v, part_i, count, seed = _collect_contract(kb, d, metric, exclude_self, dtype)
+    else:
+        b, q_n, m, dd, s, t, q, x, col, part_v, part_i, seed = _score_contract(
+            kb, d, k, metric, exclude_self, interleave, dtype, seeded, interleave * block_n if minima else 0)
     kb.require(t % interleave == 0, "each interleave class takes the same number of tiles of a range")
     if minima:
         kb.require(s * t * block_n <= m, "the ranges lie within the database (a zero-filled row must not enter a best)")
@@ -212,9 +252,10 @@ def rows_sm90a(d=128, dk=None, block_n=64, stages=5, q_stages=2, row_groups=4, i
         s_col = kb.shared("sCol", "f32", [block_n], stages=stages)
         ring.append(s_col)
     acc = kb.registers("acc", "f32", [64, block_n], layout="wgmma_acc", owner="mma")
-    best_v = kb.registers("best_v", "f32", [64, k], layout="wgmma_rows", owner="mma")
-    best_i = kb.registers("best_i", "i32", [64, k], layout="wgmma_rows", owner="mma")
-    start = kb.registers("start", "f32", [64], layout="wgmma_rows", owner="mma") if seeded else None
+    if not collect:
+        best_v = kb.registers("best_v", "f32", [64, k], layout="wgmma_rows", owner="mma")
+        best_i = kb.registers("best_i", "i32", [64, k], layout="wgmma_rows", owner="mma")
+    start = kb.registers("start", "f32", [64], layout="wgmma_rows", owner="mma") if seeded or collect else None
     bests = kb.registers("bests", "f32", [64, block_n], layout="wgmma_acc", owner="mma") if minima else None
     q_bytes = kb.tile_bytes(s_q)
     slab_bytes = kb.tile_bytes(*ring)
@@ -261,7 +302,10 @@ def rows_sm90a(d=128, dk=None, block_n=64, stages=5, q_stages=2, row_groups=4, i
         cls = 0 if interleave == 1 else (r.warpgroup if row_groups == 1 else r.warpgroup // row_groups)
         with r.tiles("item", items, counter="it") as (item, it):
             bi, q0, si = item_coords(item)
-            _start_lists(r, metric, best_v, best_i, seed, start, (bi, q0 + group * 64))
+            if collect:
+                r.copy(seed[bi, q0 + group * 64], start.all)
+            else:
+                _start_lists(r, metric, best_v, best_i, seed, start, (bi, q0 + group * 64))
             if minima:
                 r.fill(bests.all, -INF if largest(metric) else INF)
             r.wait(q_full.round(it))
@@ -291,6 +335,11 @@ def rows_sm90a(d=128, dk=None, block_n=64, stages=5, q_stages=2, row_groups=4, i
                         r.arrive(empty.round(rnd))
                 if minima:
                     r.ew("max" if largest(metric) else "min", bests.all, bests.all, acc.all)
+                elif collect:
+                    origin = (bi, q0 + group * 64)
+                    r.top_k_collect(acc.all, start.all, row0, part_v[origin + (0,)], part_i[origin + (0,)], count[origin],
+                                    largest=largest(metric), index_limit=m,
+                                    exclude_base=q0 + group * 64 if exclude_self else None)
                 else:
                     # Seeded lists rarely fill, so each thread's own k-th is the quad's threshold but for the
                     # shuffles on the path to the next wgmma (TopK.own_threshold; on the H200 at Q 128, M 10M, the
@@ -302,10 +351,11 @@ def rows_sm90a(d=128, dk=None, block_n=64, stages=5, q_stages=2, row_groups=4, i
                 # A group is named by its first row: the column's row in the class's first tile of the range.
                 r.top_k(bests.all, 1, k, (si * t + cls) * block_n, best_v.all, best_i.all, "thread",
                         largest=largest(metric), vote=True, own_threshold=True)  # one insertion into empty lists
-            r.top_k_merge(best_v.all, best_i.all, k, "lanes", largest=largest(metric))
-            p = si * interleave + cls if interleave > 1 else si
-            r.copy(best_v.all, part_v[bi, p, q0 + group * 64, 0])
-            r.copy(best_i.all, part_i[bi, p, q0 + group * 64, 0])
+            if not collect:
+                r.top_k_merge(best_v.all, best_i.all, k, "lanes", largest=largest(metric))
+                p = si * interleave + cls if interleave > 1 else si
+                r.copy(best_v.all, part_v[bi, p, q0 + group * 64, 0])
+                r.copy(best_i.all, part_i[bi, p, q0 + group * 64, 0])
     return kb.build()
 
 
@@ -541,16 +591,19 @@ def merge_fanin(k=10, warps=4, metric="l2", target="sm_90a", name=None):
     return kb.build()
 
 
-def rows_sm80(d=128, block_q=128, block_n=64, stages=3, k=10, metric="l2", dtype="bf16", name=None):
+def rows_sm80(d=128, block_q=128, block_n=64, stages=3, k=10, metric="l2", dtype="bf16", collect=False, name=None):
     """sm_80 score kernel: a cp.async ring of database tiles; warp w scores queries 16 w .. 16 w + 15 with mma.sync.
 
     A block per (query block, range, problem): grid (ceil(Q / block_q), S, B); one
-    partial list per query and range (P = S).
+    partial list per query and range (P = S). `collect`: the filter form (rows_sm90a's).
     """
     _check(metric, k, dtype)
-    name = name or "knn_rows_sm80"
+    name = name or ("knn_filter_sm80" if collect else "knn_rows_sm80")
     kb = KernelBuilder(name, target="sm_80")
-    b, q_n, m, dd, s, t, q, x, col, part_v, part_i, _ = _score_contract(kb, d, k, metric, False, 1, dtype)
+    if collect:
+        b, q_n, m, dd, s, t, q, x, col, part_v, part_i, count, bound = _collect_contract(kb, d, metric, False, dtype)
+    else:
+        b, q_n, m, dd, s, t, q, x, col, part_v, part_i, _ = _score_contract(kb, d, k, metric, False, 1, dtype)
     kb.require(s * t * block_n >= m, "the ranges cover the database")
     kb.grid(ceil_div(q_n, block_q), s, b)
     swizzle = swizzle_for(d, dtype)
@@ -558,8 +611,11 @@ def rows_sm80(d=128, block_q=128, block_n=64, stages=3, k=10, metric="l2", dtype
     s_x = kb.shared("sX", dtype, [block_n, d], stages=stages, swizzle=swizzle)
     s_col = kb.shared("sCol", "f32", [block_n], stages=stages) if col is not None else None
     acc = kb.registers("acc", "f32", [16, block_n], layout="mma_acc", owner="main")
-    best_v = kb.registers("best_v", "f32", [16, k], layout="mma_rows", owner="main")
-    best_i = kb.registers("best_i", "i32", [16, k], layout="mma_rows", owner="main")
+    if collect:
+        start = kb.registers("start", "f32", [16], layout="mma_rows", owner="main")
+    else:
+        best_v = kb.registers("best_v", "f32", [16, k], layout="mma_rows", owner="main")
+        best_i = kb.registers("best_i", "i32", [16, k], layout="mma_rows", owner="main")
     bi, si, q0 = block.z, block.y, block.x * block_q
     with kb.role("main", "compute", warps=block_q // 16) as r:
 
@@ -569,34 +625,48 @@ def rows_sm80(d=128, block_q=128, block_n=64, stages=3, k=10, metric="l2", dtype
             if s_col is not None:
                 r.cp_async(col[bi, row0], s_col[j % stages])
 
-        r.fill(best_v.all, -INF if largest(metric) else INF)
-        r.fill(best_i.all, -1)
+        origin = (bi, q0 + r.warp * 16)
+        if collect:
+            r.copy(bound[origin], start.all)
+        else:
+            r.fill(best_v.all, -INF if largest(metric) else INF)
+            r.fill(best_i.all, -1)
         r.cp_async(q[bi, q0, 0], s_q.all)  # the oldest group: complete once round 0's are
         with cp_async_ring(r, "j", t, stages, groups=2 if s_col is not None else 1, issue=issue) as j:
             r.mma("mma_sync", s_q.tile(window=[(r.warp * 16, 16), (0, d)]), s_x[j % stages], acc.all, accumulate=0)
             if s_col is not None:
                 _epilogue(r, metric, acc.all, s_col[j % stages])
-            r.top_k(acc.all, 1, k, (si * t + j) * block_n, best_v.all, best_i.all, "thread", largest=largest(metric),
-                    index_limit=m, vote=True)
-        r.top_k_merge(best_v.all, best_i.all, k, "lanes", largest=largest(metric))
-        r.copy(best_v.all, part_v[bi, si, q0 + r.warp * 16, 0])
-        r.copy(best_i.all, part_i[bi, si, q0 + r.warp * 16, 0])
+            if collect:
+                r.top_k_collect(acc.all, start.all, (si * t + j) * block_n, part_v[origin + (0,)], part_i[origin + (0,)],
+                                count[origin], largest=largest(metric), index_limit=m)
+            else:
+                r.top_k(acc.all, 1, k, (si * t + j) * block_n, best_v.all, best_i.all, "thread",
+                        largest=largest(metric), index_limit=m, vote=True)
+        if not collect:
+            r.top_k_merge(best_v.all, best_i.all, k, "lanes", largest=largest(metric))
+            r.copy(best_v.all, part_v[bi, si, q0 + r.warp * 16, 0])
+            r.copy(best_i.all, part_i[bi, si, q0 + r.warp * 16, 0])
     return kb.build()
 
 
-def rows_sm100a(d=128, block_n=128, stages=3, epilogue_cols=32, k=10, metric="l2", dtype="bf16", name=None):
+def rows_sm100a(d=128, block_n=128, stages=3, epilogue_cols=32, k=10, metric="l2", dtype="bf16", collect=False,
+                name=None):
     """sm_100a score kernel: tcgen05 [128 queries, block_n] tiles in tensor memory, one query per thread.
 
     One warpgroup owns the accumulator: an elected thread of warp 0 issues each tile's
     MMA and commits it to the ring's empty barrier and to acc_full; all 128 threads
     drain it epilogue_cols columns at a time (thread t holds query t) and insert into
     their own lists, so no merge is needed. A block per (query block, range, problem).
+    `collect`: the filter form (rows_sm90a's).
     """
     _check(metric, k, dtype)
     block_q = 128
-    name = name or "knn_rows_sm100a"
+    name = name or ("knn_filter_sm100a" if collect else "knn_rows_sm100a")
     kb = KernelBuilder(name, target="sm_100a")
-    b, q_n, m, dd, s, t, q, x, col, part_v, part_i, _ = _score_contract(kb, d, k, metric, False, 1, dtype)
+    if collect:
+        b, q_n, m, dd, s, t, q, x, col, part_v, part_i, count, bound = _collect_contract(kb, d, metric, False, dtype)
+    else:
+        b, q_n, m, dd, s, t, q, x, col, part_v, part_i, _ = _score_contract(kb, d, k, metric, False, 1, dtype)
     kb.require(s * t * block_n >= m, "the ranges cover the database")
     kb.grid(ceil_div(q_n, block_q), s, b)
     swizzle = swizzle_for(d, dtype)
@@ -605,8 +675,11 @@ def rows_sm100a(d=128, block_n=128, stages=3, epilogue_cols=32, k=10, metric="l2
     tacc = kb.tensor_memory("tacc", "f32", [block_q, block_n], owner="mma")
     score = kb.registers("score", "f32", [block_q, epilogue_cols], layout="row_per_thread", owner="mma")
     cvec = kb.registers("cvec", "f32", [epilogue_cols], layout="per_thread", owner="mma") if col is not None else None
-    best_v = kb.registers("best_v", "f32", [block_q, k], layout="row_per_thread", owner="mma")
-    best_i = kb.registers("best_i", "i32", [block_q, k], layout="row_per_thread", owner="mma")
+    if collect:
+        start = kb.registers("start", "f32", [block_q], layout="row_per_thread", owner="mma")
+    else:
+        best_v = kb.registers("best_v", "f32", [block_q, k], layout="row_per_thread", owner="mma")
+        best_i = kb.registers("best_i", "i32", [block_q, k], layout="row_per_thread", owner="mma")
     q_full = kb.mbarrier("q_full", arrivals=1, tx_bytes=kb.tile_bytes(s_q))
     full = kb.mbarrier("full", arrivals=1, count=stages, tx_bytes=kb.tile_bytes(s_x))
     empty = kb.mbarrier("empty", arrivals=1, count=stages)
@@ -618,8 +691,11 @@ def rows_sm100a(d=128, block_n=128, stages=3, epilogue_cols=32, k=10, metric="l2
     with kb.role("mma", "consumer", warpgroups=1) as r:
         issuer = (r.warp == 0) & r.elected
         r.block_sync()
-        r.fill(best_v.all, -INF if largest(metric) else INF)
-        r.fill(best_i.all, -1)
+        if collect:
+            r.copy(bound[bi, q0], start.all)
+        else:
+            r.fill(best_v.all, -INF if largest(metric) else INF)
+            r.fill(best_i.all, -1)
         with r.if_(issuer):
             r.wait(q_full[0], phase=0)
         with r.loop("j", 0, t) as j:
@@ -637,11 +713,16 @@ def rows_sm100a(d=128, block_n=128, stages=3, epilogue_cols=32, k=10, metric="l2
                 if cvec is not None:
                     r.copy(col[bi, row0 + c0], cvec.all)
                     _epilogue(r, metric, score.all, cvec.all)
-                r.top_k(score.all, 1, k, row0 + c0, best_v.all, best_i.all, "thread", largest=largest(metric),
-                        index_limit=m, vote=True)
+                if collect:
+                    r.top_k_collect(score.all, start.all, row0 + c0, part_v[bi, q0, 0], part_i[bi, q0, 0], count[bi, q0],
+                                    largest=largest(metric), index_limit=m)
+                else:
+                    r.top_k(score.all, 1, k, row0 + c0, best_v.all, best_i.all, "thread", largest=largest(metric),
+                            index_limit=m, vote=True)
             r.named_sync(wg)  # the accumulator is drained by every thread before the next issue into it
-        r.copy(best_v.all, part_v[bi, si, q0, 0])
-        r.copy(best_i.all, part_i[bi, si, q0, 0])
+        if not collect:
+            r.copy(best_v.all, part_v[bi, si, q0, 0])
+            r.copy(best_i.all, part_i[bi, si, q0, 0])
     with kb.role("load", "producer", warps=1) as r:
         init_barriers(r, q_full, full, empty, acc_full)
         with r.if_(r.elected):

@@ -2,7 +2,7 @@
 
 They run in this order (static rules of all families, then the protocol model's rules):
 structure, operands, shapes, contract, outputs, resources, registers, target_caps, tma,
-sync_protocol, pipelines, dataflow, proxy_fence, topk.
+sync_protocol, pipelines, dataflow, proxy_fence, topk, topk_collect.
 """
 
 from compiler.verify.rules import (  # noqa: F401  (importing registers the rules)
@@ -20,4 +20,5 @@ from compiler.verify.rules import (  # noqa: F401  (importing registers the rule
     dataflow,
     proxy_fence,
     topk,
+    topk_collect,
 )

@@ -10,6 +10,7 @@
 #include "warpgroup/setmaxnreg.cuh"
 #include "warpgroup/wgmma.cuh"
 #include "block/barrier.cuh"
+#include "block/select.cuh"
 #include "shared/mbarrier.cuh"
 #include "shared/tma.cuh"
 #include "shared/cp_async.cuh"
