@@ -420,14 +420,10 @@ class Call:
         self.x_norm = db.max_norm()
         self.q_norm = torch.empty((b, nq), dtype=torch.float32, device=dev)
         self.seed = torch.empty((b, nq), dtype=torch.float32, device=dev)
-        # Two f32 evaluations of one dot product differ by at most 2 gamma_D sum |q_i x_i| <= 2 gamma_D |q| |x|.
-        u = 2.0 ** -24
-        gamma = d * u / (1 - d * u)
-        # slack = a |q| |x| (+ 2u |x|^2 for l2), or a |q| for cosine.
-        a = {"l2": 4 * gamma + 4 * u, "ip": 2 * gamma + 2 * u, "cos": 2 * gamma + 2 * u}[db.metric]
+        a, b2 = wide.rounding_slack(db.metric, d)  # slack = a |q| |x| + b2 |x|^2, or a |q| for cosine
         sign = -1.0 if schedules.largest(db.metric) else 1.0
         self._qx = sign * a  # times |q| |x| (times |q| for cosine)
-        self._xx = sign * 2 * u if db.metric == "l2" else 0.0  # times |x|^2
+        self._xx = sign * b2  # times |x|^2
 
     def _bound(self, q_rank):
         """seed = the sample's k-th score loosened by what rounding in another summation order could change it by."""
