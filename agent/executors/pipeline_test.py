@@ -24,6 +24,18 @@ def test_a_window_decides_the_same_whatever_the_workers_and_their_speed(tmp_path
     assert two.count("candidates", "status = 'measured'") >= 10
 
 
+def test_the_learned_ranker_decides_in_the_pipeline_as_in_the_serial_loop(tmp_path):
+    from agent.learn import live_ranker
+
+    serial, _ = testing.run(str(tmp_path / "serial"), loop.MEASURE, ranking=live_ranker.LiveRanker("t", []),
+                            evaluations=24)
+    piped, _ = testing.run(str(tmp_path / "local"), loop.MEASURE, "local", window=0,
+                           ranking=live_ranker.LiveRanker("t", []), evaluations=24)
+    assert serial.meta(live_ranker.META)["fits"] >= 1
+    assert piped.meta(live_ranker.META) == serial.meta(live_ranker.META)
+    assert testing.rows(piped) == testing.rows(serial)
+
+
 def test_a_worker_killed_mid_run_costs_only_the_job_it_held(tmp_path):
     calm, _ = testing.run(str(tmp_path / "calm"), loop.COST_MODEL, "local", window=1, evaluations=30)
     killed = []

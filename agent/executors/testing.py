@@ -25,9 +25,11 @@ from agent.testing import lowering_only_port, small_task
 WORKER_PORT = "agent.testing:lowering_only_port"
 
 
-def run(directory, mode, executor=None, window=0, workers=2, gpus=2, fake_delay_s=0.0, during=None, **budget):
+def run(directory, mode, executor=None, window=0, workers=2, gpus=2, fake_delay_s=0.0, during=None, ranking=None,
+        **budget):
     """One run in `directory`: the serial loop (executor None) or the pipeline on "local" or "ray";
-    `during(executor, database path)` is called from a thread once the run is under way. (store, why it stopped)."""
+    `during(executor, database path)` is called from a thread once the run is under way; `ranking`: the learned
+    ranker (loop.Evolver.ranking). (store, why it stopped)."""
     task = small_task(**budget)
     os.makedirs(directory, exist_ok=True)
     tactics, _ = load_tactics(knowledge.PACKAGE_DIR, task.family)  # as evolve loads them: the family's moves too
@@ -40,7 +42,9 @@ def run(directory, mode, executor=None, window=0, workers=2, gpus=2, fake_delay_
             RepairMap.load(knowledge.PACKAGE_DIR), bandit, [SearchAuthor(tactics, bandit, task.fixed)],
             PlainProgress(io.StringIO()), loop.Settings(mode=mode, seed=0))
     if executor is None:
-        return store, loop.Evolver(*args).run()
+        evolver = loop.Evolver(*args)
+        evolver.ranking = ranking
+        return store, evolver.run()
     config = WorkerConfig(task=task.to_json(), knowledge=WorkerConfig.snapshot(knowledge.PACKAGE_DIR),
                           compiler=WORKER_PORT, check_cache=False)
     measurer = Measurer(task.to_json(), fake=True, fake_delay_s=fake_delay_s) if measure else None
@@ -50,6 +54,7 @@ def run(directory, mode, executor=None, window=0, workers=2, gpus=2, fake_delay_
                        seeds.family(task.family).binding, os.path.join(directory, "evaluations.jsonl"))
     try:
         evolver = Pipeline(*args, executor=ex, window=window)
+        evolver.ranking = ranking
         if during is not None:
             import threading
 
