@@ -10,7 +10,8 @@ def test_property_sm80_schedules_move_to_sm90a_and_sm100a():
     applied = testing.check("retarget", [{"target": "sm_90a"}, {"target": "sm_100a"}])
     # sm_90a programs do not move to sm_100a: it has no wgmma (and these portable ones target sm_90a).
     assert {(p, a["target"]) for p, a, _ in applied} == {
-        (p, t) for p in ("gemm_sm80", "kmeans_assign_sm80", "knn_rows_sm80") for t in ("sm_90a", "sm_100a")}
+        (p, t) for p in ("gemm_sm80", "kmeans_assign_sm80", "knn_rows_sm80", "knn_filter_sm80")
+        for t in ("sm_90a", "sm_100a")}
 
 
 @pytest.mark.parametrize("program, target, why", [

@@ -1,6 +1,6 @@
 kernel knn_merge {
   contract {
-    math: "(dist[b, i, :], idx[b, i, :]) = the k best j of ||q[b, i] - x[b, j]||^2 (smallest) among the entries of part_i[b, :, i, :] ranked by part_v, rescored exactly in f32 and sorted, ties to the smaller j"
+    math: "(dist[b, i, :], idx[b, i, :]) = the KO best j of ||q[b, i] - x[b, j]||^2 (smallest) among the entries of part_i[b, :, i, :] ranked by part_v, rescored exactly in f32 and sorted, ties to the smaller j"
     reference: "kernels.knn.reference.merge_lists"
     symbol B { min: 1  max: 65536  doc: "independent problems (batch)" }
     symbol Q { min: 1  max: 67108864  doc: "queries per problem" }
@@ -11,7 +11,12 @@ kernel knn_merge {
       min: 10
       max: 10
       value: 10
-      doc: "neighbours per query (the kernel is specialized to it)"
+      doc: "entries per partial list (the kernel is specialized to it)"
+    }
+    symbol KO {
+      min: 1
+      max: 10
+      doc: "neighbours written per query: the first KO of the k best (a kernel serves every k up to its lists' length)"
     }
     constraint {
       expr: P % 32 == 0
@@ -57,7 +62,7 @@ kernel knn_merge {
   param dist {
     kind: tensor
     dtype: f32
-    shape: [B, Q, k]
+    shape: [B, Q, KO]
     access: write
     align_bytes: 16
     doc: "exact scores of the neighbours, best first"
@@ -65,7 +70,7 @@ kernel knn_merge {
   param idx {
     kind: tensor
     dtype: i32
-    shape: [B, Q, k]
+    shape: [B, Q, KO]
     access: write
     align_bytes: 16
     doc: "database rows of the neighbours"
