@@ -332,7 +332,7 @@ def _ranking(args, mode, task, kb, log):
     for note in notes:
         log(note)
     log("learned ranker: %d measured rows of %s in the knowledge, refit as this run measures" % (len(prior), task.name))
-    return live_ranker.LiveRanker(task.name, prior, notes)
+    return live_ranker.LiveRanker(task.name, prior)
 
 
 def promote_command():

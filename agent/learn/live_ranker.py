@@ -64,10 +64,9 @@ def remember(kb, store_path, port):
 class LiveRanker:
     """Scores for a run's analyzed candidates (lower: measure first), from a ranker refit on what is known."""
 
-    def __init__(self, task_name, prior, notes=()):
+    def __init__(self, task_name, prior):
         self.task_name = task_name
         self.prior = list(prior)
-        self.notes = list(notes)
         self.model = None
         self.fitted_on = None  # the run's measured count at the last fit
         self.rows = 0  # rows of the last fit
