@@ -3,6 +3,8 @@ and dtype, self-KNN, both layouts, the custom ops (opcheck, torch.compile, CUDA 
 
 import pytest
 
+from kernels.knn.testing.oracle import knn_launch
+
 # Tails everywhere: Q, M, D and k are not multiples of any tile; one query (the small-Q layout),
 # more queries than a block holds, a database smaller than a tile, batches.
 SHAPES = [
@@ -14,17 +16,6 @@ SHAPES = [
 ]
 
 
-def _launch(metric, k, exclude_self=False):
-    from kernels.knn import api
-
-    def launch(outputs, inputs):
-        dist, idx = api.knn(inputs[0], inputs[1], k, metric=metric, exclude_self=exclude_self)
-        outputs[0].copy_(dist)
-        outputs[1].copy_(idx)
-
-    return launch
-
-
 def _check(shapes, metric, k, dtype="bfloat16", exclude_self=False):
     import torch
 
@@ -32,7 +23,7 @@ def _check(shapes, metric, k, dtype="bfloat16", exclude_self=False):
     from runtime.check import check_kernel
 
     shapes = [dict(s, k=k, metric=metric, exclude_self=exclude_self) for s in shapes]
-    result = check_kernel(knn_contract(shapes, getattr(torch, dtype)), _launch(metric, k, exclude_self))
+    result = check_kernel(knn_contract(shapes, getattr(torch, dtype)), knn_launch(metric, k, exclude_self))
     assert result.passed, result.message
 
 

@@ -8,6 +8,8 @@ import warnings
 
 import pytest
 
+from kernels.knn.testing.oracle import knn_launch
+
 SHAPES = [
     {"B": 1, "Q": 333, "M": 40961, "D": 72},
     {"B": 2, "Q": 5, "M": 30000, "D": 128},
@@ -29,17 +31,6 @@ def build_shapes():
             for s in shapes]
 
 
-def _launch(metric, k, exclude_self=False):
-    from kernels.knn import api
-
-    def launch(outputs, inputs):
-        dist, idx = api.knn(inputs[0], inputs[1], k, metric=metric, exclude_self=exclude_self)
-        outputs[0].copy_(dist)
-        outputs[1].copy_(idx)
-
-    return launch
-
-
 @pytest.mark.gpu
 @pytest.mark.parametrize("shapes, metric, k, dtype, exclude_self", CASES)
 def test_wide_k_passes_the_oracle(shapes, metric, k, dtype, exclude_self):
@@ -51,7 +42,7 @@ def test_wide_k_passes_the_oracle(shapes, metric, k, dtype, exclude_self):
     shapes = [dict(s, k=k, metric=metric, exclude_self=exclude_self) for s in shapes]
     with warnings.catch_warnings(record=True) as seen:
         warnings.simplefilter("always")
-        result = check_kernel(knn_contract(shapes, getattr(torch, dtype)), _launch(metric, k, exclude_self))
+        result = check_kernel(knn_contract(shapes, getattr(torch, dtype)), knn_launch(metric, k, exclude_self))
     assert result.passed, result.message
     fallbacks = [str(w.message) for w in seen if "exact torch path" in str(w.message)]
     assert not fallbacks, fallbacks  # the wide-k kernels ran
