@@ -127,3 +127,18 @@ def test_ctrl_c_saves_the_run_and_says_how_to_resume(tmp_path):
     assert "python3 -m agent.evolve --run-dir %s --knowledge-dir %s" % (run_dir, tmp_path / "knowledge") in err
     s = Store(db)
     assert s.run()["status"] == "interrupted" and s.count("candidates") >= 5
+
+
+def test_the_learned_ranker_serves_measured_runs_unless_turned_off():
+    import argparse
+
+    from agent import loop, task as task_mod
+
+    task, kb, logged = task_mod.task("kmeans-assign-paper"), knowledge.Knowledge(knowledge.PACKAGE_DIR), []
+    on, off = argparse.Namespace(ranker="on"), argparse.Namespace(ranker="off")
+    assert evolve._ranking(off, loop.MEASURE, task, kb, logged.append) is None
+    assert evolve._ranking(on, loop.COST_MODEL, task, kb, logged.append) is None and not logged
+    ranking = evolve._ranking(on, loop.MEASURE, task, kb, logged.append)
+    assert len(ranking.prior) == 405  # the two H200 runs of this task in benchmarks/datasets
+    assert logged == ["learned ranker: 405 measured rows of kmeans-assign-paper in the knowledge, refit as this run "
+                      "measures"]

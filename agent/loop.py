@@ -273,10 +273,11 @@ class Evolver:
         if self.ranking is None:
             return None
         measured, device = self._measurements()
+        fits = self.ranking.fits
         if not self.ranking.refit(measured, device, self.features):
             return None
         scores = self.ranking.scores(list(analyzed) + list(best), self.features)
-        live_ranker.record(self.store, {r["id"]: scores[r["id"]] for r in analyzed}, self.ranking.fits)
+        live_ranker.record(self.store, {r["id"]: scores[r["id"]] for r in analyzed}, self.ranking.fits - fits)
         bar = scores[best[0]["id"]] + math.log1p(self.task.prune_margin) if best else None
         return scores, bar
 

@@ -93,10 +93,11 @@ class LiveRanker:
         return dict(zip([r["id"] for r in rows], self.model.predict([features(r) for r in rows])))
 
 
-def record(store, scores, fits):
-    """Keep `scores` (given before those candidates were measured or pruned) in the store's meta, with the fit count."""
+def record(store, scores, new_fits):
+    """Keep `scores` (given before those candidates were measured or pruned) in the store's meta, and count the
+    `new_fits` made for them (the count adds up across a resumed run's sessions)."""
     kept = store.meta(META, {"fits": 0, "scores": {}})
-    kept["fits"] = fits
+    kept["fits"] += new_fits
     kept["scores"].update({str(k): v for k, v in scores.items()})
     store.set_meta(META, kept)
 

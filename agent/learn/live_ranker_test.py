@@ -81,3 +81,13 @@ def test_a_measured_run_with_a_ranker_scores_its_choices_keeps_its_rows_and_repo
     assert all("benchmarks/datasets" in n for n in notes)  # (the knowledge copy in tmp_path has no ../../benchmarks)
     assert {r["ir_hash"] for r in rows} == {r["ir_hash"] for r in store.candidates("measured")}
     assert os.path.exists(os.path.join(kb.learned, "datasets", "m.jsonl"))
+
+
+def test_the_fit_count_adds_up_across_sessions_of_one_run(tmp_path):
+    from agent.store import Store
+
+    store = Store(str(tmp_path / "agent.db"))
+    live_ranker.record(store, {1: 0.5}, 2)
+    live_ranker.record(store, {2: 0.1}, 0)  # a decision with no new fit
+    live_ranker.record(store, {3: 0.2}, 1)  # a resumed session's first fit
+    assert store.meta(live_ranker.META) == {"fits": 3, "scores": {"1": 0.5, "2": 0.1, "3": 0.2}}
