@@ -318,6 +318,20 @@ def host_cost(calls=1000):
             "how": "time.perf_counter around %d back-to-back calls after 50 warm-up calls, no synchronisation inside" % calls}
 
 
+def run_log(path, t_start):
+    """log(msg): each line stamped with the seconds since `t_start`, printed and appended to `path` as it comes
+    (so a run cut off at its device deadline keeps what it logged)."""
+    log_file = open(path, "a")
+
+    def log(msg):
+        line = "[%6.1fs] %s" % (time.time() - t_start, msg)
+        print(line, flush=True)
+        log_file.write(line + "\n")
+        log_file.flush()
+
+    return log
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out-dir", required=True)
@@ -340,13 +354,7 @@ def main():
         pool.terminate()
         return
     rows_path = os.path.join(args.out_dir, "kmeans_dispatch_rows.jsonl")
-    log_file = open(os.path.join(args.out_dir, "kmeans_dispatch.log"), "a")
-
-    def log(msg):
-        line = "[%6.1fs] %s" % (time.time() - t_start, msg)
-        print(line, flush=True)
-        log_file.write(line + "\n")
-        log_file.flush()
+    log = run_log(os.path.join(args.out_dir, "kmeans_dispatch.log"), t_start)
 
     pool, pending = start_flashlib_compiles(fallback + shapes + [host_shape], args.workers)
     log("flashlib compiles started: %d shapes on %d workers" % (len(shapes) + len(fallback), args.workers))

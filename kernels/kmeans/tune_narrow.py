@@ -216,13 +216,7 @@ def main():
     from runtime.tuning_db import TuningDB
 
     os.makedirs(args.out_dir, exist_ok=True)
-    log_file = open(os.path.join(args.out_dir, "kmeans_narrow.log"), "a")
-
-    def log(msg):
-        line = "[%6.1fs] %s" % (time.time() - t_start, msg)
-        print(line, flush=True)
-        log_file.write(line + "\n")
-        log_file.flush()
+    log = bench_dispatch.run_log(os.path.join(args.out_dir, "kmeans_narrow.log"), t_start)
 
     env = machine_record()
     dbs = {name: TuningDB.load(os.path.join(dispatch.TUNING_DIR, name)) for name in DATABASES}
