@@ -286,13 +286,14 @@ def knn(q, x, k, *, metric="l2", return_distances=True, exclude_self=False, inde
     autotune=True: the first call of a shape (on a device) times the best-ranked variants on these
     inputs and remembers the fastest, for this process and later ones (eager calls, k <= 32).
     """
+    fast_key = None  # the per-call path's key, of the arguments as given
     if not autotune and type(q) is torch.Tensor and type(x) is torch.Tensor and not _compiling():
-        hit = _lookup(_FAST_KNN, (q.data_ptr(), q.shape, q.dtype, x.data_ptr(), x.shape, x.dtype, k, metric, exclude_self,
-                                  index_dtype, return_distances, config))
+        fast_key = (q.data_ptr(), q.shape, q.dtype, x.data_ptr(), x.shape, x.dtype, k, metric, exclude_self, index_dtype,
+                    return_distances, config)
+        hit = _lookup(_FAST_KNN, fast_key)
         # The same database tensor, unmodified since its norms were computed: nothing of it to refresh.
         if hit is not None and hit[1]() is x and x._version == hit[2] and x.is_contiguous() and _fast_ready(hit[0], q):
             return hit[0]()
-    metric_name, config_in = metric, config
     metric = _check_metric(metric)
     _check_options(k, index_dtype, return_distances)
     config = _check_config(config, autotune)
@@ -308,14 +309,13 @@ def knn(q, x, k, *, metric="l2", return_distances=True, exclude_self=False, inde
         dist, idx = _knn_op(q3, x3, k, metric, exclude_self, index_dtype == torch.int64, config)
         return _result(dist, idx, squeeze, return_distances)
     dist, idx = _knn_impl(q3, x3, k, metric, exclude_self, index_dtype == torch.int64, config)  # eager: no op dispatch
-    if not autotune and not _capturing() and type(x) is torch.Tensor and x.is_contiguous() and not x.is_inference():
+    if fast_key is not None and not _capturing() and x.is_contiguous() and not x.is_inference():
         db = _DATABASES.get((x3.data_ptr(), tuple(x3.shape), x3.dtype, metric, x3.device))
         entry = db and _fast_entry(q, q3, db, k, exclude_self, index_dtype, return_distances, config)
         if entry is not None:  # (inference tensors keep no version: their repeats take the checked path)
             if len(_FAST_KNN) >= MAX_FAST:
                 _FAST_KNN.clear()
-            _FAST_KNN[(q.data_ptr(), q.shape, q.dtype, x.data_ptr(), x.shape, x.dtype, k, metric_name, exclude_self,
-                       index_dtype, return_distances, config_in)] = (entry, weakref.ref(x), x._version)
+            _FAST_KNN[fast_key] = (entry, weakref.ref(x), x._version)
     return _result(dist, idx, squeeze, return_distances)
 
 
@@ -344,11 +344,12 @@ class KnnIndex:
         """The k best database rows for each query of q ([Q, D], or [B, Q, D] for a batched index); config and
         autotune as for `knn`."""
         db = self._db
+        fast_key = None  # the per-call path's key, of the arguments as given
         if not autotune and type(q) is torch.Tensor and not _compiling():
-            hit = _lookup(db.fast, (q.data_ptr(), q.shape, q.dtype, k, exclude_self, index_dtype, return_distances, config))
+            fast_key = (q.data_ptr(), q.shape, q.dtype, k, exclude_self, index_dtype, return_distances, config)
+            hit = _lookup(db.fast, fast_key)
             if hit is not None and _fast_ready(hit, q):
                 return hit()
-        config_in = config
         _check_options(k, index_dtype, return_distances)
         config = _check_config(config, autotune)
         _check_queries(q, self._x_shape, self._dtype, self._device, k, exclude_self)
@@ -361,10 +362,10 @@ class KnnIndex:
                                    index_dtype == torch.int64, config)
         else:  # eager: the index's own database, whose prepared searches are kept
             dist, idx = _search(q3.contiguous(), db, k, exclude_self, index_dtype == torch.int64, config)
-            entry = None if autotune or _capturing() else _fast_entry(q, q3, db, k, exclude_self, index_dtype,
-                                                                      return_distances, config)
+            entry = None if fast_key is None or _capturing() else _fast_entry(q, q3, db, k, exclude_self, index_dtype,
+                                                                              return_distances, config)
             if entry is not None:
                 if len(db.fast) >= MAX_FAST:
                     db.fast.clear()
-                db.fast[(q.data_ptr(), q.shape, q.dtype, k, exclude_self, index_dtype, return_distances, config_in)] = entry
+                db.fast[fast_key] = entry
         return _result(dist, idx, squeeze, return_distances)
