@@ -382,6 +382,32 @@ class _Score:
             self.fanin.launch_on(self.fanin_prepared, stream)
 
 
+
+class RoundingSlack:
+    """A sampled k-th score of each query loosened by what rounding in another summation order could change it by
+    (select.rounding_slack: a |q| |x| + b |x|^2, or a |q| for cosine), toward the metric's worse side; the
+    seeding bound of both the k <= 32 path (Call) and the wide-k one (widek.WideCall). Its buffers stay put, so
+    a CUDA graph can capture `loosen`."""
+
+    def __init__(self, db, q_rank):
+        b, nq, d = q_rank.shape
+        a, b2 = wide.rounding_slack(db.metric, d)
+        sign = -1.0 if schedules.largest(db.metric) else 1.0
+        self.metric, self.qx, self.xx = db.metric, sign * a, sign * b2
+        self.x_norm = db.max_norm()
+        self.q_norm = torch.empty((b, nq), dtype=torch.float32, device=q_rank.device)
+
+    def loosen(self, kth, q_rank, out):
+        """out [B, Q] = kth loosened for the queries q_rank [B, Q, D]; returns out."""
+        torch.linalg.vector_norm(q_rank, dim=-1, dtype=torch.float32, out=self.q_norm)
+        if self.metric == "cos":
+            return torch.add(kth, self.q_norm, alpha=self.qx, out=out)
+        torch.addcmul(kth, self.q_norm, self.x_norm, value=self.qx, out=out)
+        if self.xx:
+            out.addcmul_(self.x_norm, self.x_norm, value=self.xx)
+        return out
+
+
 class Call:
     """The prepared kernels and buffers of searches of `db` for queries like q_rank (same address and shape)."""
 
@@ -417,24 +443,12 @@ class Call:
         self.seed_merge_prepared = self.seed_merge.prepare(dict(q=q_rank, x=rank, part_v=self.seed_score.lists_v,
                                                                 part_i=self.seed_score.lists_i, dist=self.seed_vals,
                                                                 idx=self.seed_idx))
-        self.x_norm = db.max_norm()
-        self.q_norm = torch.empty((b, nq), dtype=torch.float32, device=dev)
+        self.slack = RoundingSlack(db, q_rank)
         self.seed = torch.empty((b, nq), dtype=torch.float32, device=dev)
-        a, b2 = wide.rounding_slack(db.metric, d)  # slack = a |q| |x| + b2 |x|^2, or a |q| for cosine
-        sign = -1.0 if schedules.largest(db.metric) else 1.0
-        self._qx = sign * a  # times |q| |x| (times |q| for cosine)
-        self._xx = sign * b2  # times |x|^2
 
     def _bound(self, q_rank):
         """seed = the sample's k-th score loosened by what rounding in another summation order could change it by."""
-        torch.linalg.vector_norm(q_rank, dim=-1, dtype=torch.float32, out=self.q_norm)
-        kth = self.seed_vals[..., self.k - 1]
-        if self.metric == "cos":
-            torch.add(kth, self.q_norm, alpha=self._qx, out=self.seed)
-            return
-        torch.addcmul(kth, self.q_norm, self.x_norm, value=self._qx, out=self.seed)
-        if self._xx:
-            self.seed.addcmul_(self.x_norm, self.x_norm, value=self._xx)
+        self.slack.loosen(self.seed_vals[..., self.k - 1], q_rank, self.seed)
 
     def _before_merge(self, q_rank, pre):
         stream = raw_stream(self.device_index)

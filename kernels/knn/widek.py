@@ -83,11 +83,7 @@ class WideCall:
         self.seed = None
         if sp is not None:
             self.seed = dispatch._Score(sp, q_rank, db.rank, db.col, select.SEED_K, db.metric, False)
-            self.x_norm = db.max_norm()
-            self.q_norm = torch.empty((b, nq), dtype=torch.float32, device=dev)
-            a, c = select.rounding_slack(db.metric, d)
-            sign = -1.0 if self.largest else 1.0
-            self._qx, self._xx = sign * a, sign * c
+            self.slack = dispatch.RoundingSlack(db, q_rank)
             self._worst = torch.full((b, nq), worst, dtype=torch.float32, device=dev)
         self.cand_v = torch.empty((b, nq, cap), dtype=torch.float32, device=dev)
         self.cand_i = torch.empty((b, nq, cap), dtype=torch.int32, device=dev)
@@ -118,14 +114,8 @@ class WideCall:
         union = v.permute(0, 2, 1, 3).reshape(b, nq, p * kk)
         kth = torch.topk(union, self.kth, dim=-1, largest=self.largest, sorted=False).values
         kth = kth.amin(-1) if self.largest else kth.amax(-1)
-        torch.linalg.vector_norm(q_rank, dim=-1, dtype=torch.float32, out=self.q_norm)
-        if self.metric == "cos":
-            bound = kth + self._qx * self.q_norm
-        else:
-            bound = kth + self._qx * self.q_norm * self.x_norm
-            if self._xx:
-                bound = bound + self._xx * self.x_norm * self.x_norm
-        torch.nextafter(bound, self._worst, out=self.bound)  # the filter appends scores that beat it strictly
+        self.slack.loosen(kth, q_rank, self.bound)
+        torch.nextafter(self.bound, self._worst, out=self.bound)  # the filter appends scores that beat it strictly
 
     def run(self, q_rank, q3, dist, idx):
         if self.seed is not None:
