@@ -142,3 +142,15 @@ def test_the_learned_ranker_serves_measured_runs_unless_turned_off():
     assert len(ranking.prior) == 405  # the two H200 runs of this task in benchmarks/datasets
     assert logged == ["learned ranker: 405 measured rows of kmeans-assign-paper in the knowledge, refit as this run "
                       "measures"]
+
+
+def test_a_measured_run_without_the_rankers_library_is_refused_before_it_starts(state, monkeypatch, capsys):
+    from agent.learn import ranker
+
+    monkeypatch.setattr(ranker, "missing", lambda: "the learned ranker needs lightgbm and numpy (No module named "
+                                                   "'lightgbm')")
+    assert evolve.main(["--fake-measure", "--in-process", "--plain", "--no-learn", "--evaluations", "3"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("evolve: --ranker on: the learned ranker needs lightgbm and numpy (No module named "
+                          "'lightgbm'); install it"), err
+    assert "or pass --ranker off" in err and not state.exists()

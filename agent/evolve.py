@@ -33,7 +33,7 @@ from agent.bandit import Bandit
 from agent.compiler_port import PortError, open_port
 from agent.events import EventLog
 from agent.executors import launch
-from agent.learn import calibrate, live_ranker, outer
+from agent.learn import calibrate, live_ranker, outer, ranker
 from agent.measure import device
 from agent.repair import RepairMap
 from agent.store import FILE as STORE_FILE, Store
@@ -243,6 +243,11 @@ def _run(args, where):
     """Check everything that can refuse the run, then record it and evolve."""
     kb = where.knowledge()
     plan = _plan(args, where)
+    if plan.mode == loop.MEASURE and args.ranker == "on":
+        why = ranker.missing()
+        if why:
+            raise Refused("--ranker on: %s; install it (requirements.txt pins it; ci/gpu_wheels.txt lists the wheels "
+                          "a GPU machine without registries needs) or pass --ranker off" % why)
     tactics, tactics_version = load_tactics(kb, plan.task.family, plan.mode)
     llm = _llm_authors(args, plan.task, print)  # rich's live display shows prints above itself
     with open_port(args.compiler, outer.learned_rules(kb)["rules"], calibrate.current_data(kb), args.compiler_address,

@@ -119,6 +119,17 @@ def _ranks(values):
     return ranks
 
 
+def missing():
+    """Why no ranker can be trained here (its libraries do not import), or None. A measured run asks before it
+    starts, so a machine without lightgbm (the lent GPU's image has none: carry its wheel) is refused at once."""
+    try:
+        import lightgbm  # noqa: F401
+        import numpy  # noqa: F401
+    except ImportError as e:
+        return "the learned ranker needs lightgbm and numpy (%s)" % e
+    return None
+
+
 class Ranker:
     """Trees predicting log(time / the task's best measured time) from a row's features."""
 
