@@ -10,7 +10,8 @@ import pytest
 from agent.learn import knowledge
 from agent.testing import knowledge_store
 
-BASE = knowledge.read(knowledge.PACKAGE_DIR, knowledge.TACTICS)["version"]  # the checkout's tactics.json
+BASE_DOC = knowledge.read(knowledge.PACKAGE_DIR, knowledge.TACTICS)  # the checkout's tactics.json
+BASE = BASE_DOC["version"]
 
 
 def _lines(path):
@@ -32,7 +33,8 @@ def test_an_accepted_change_is_layered_over_the_base_and_leaves_it_alone(tmp_pat
                                             "append": {"learned_from": ["run-a"]}}, "weights from 1 run")
     assert version == BASE + 1
     doc = kb.load(knowledge.TACTICS)
-    assert {t["name"]: t["weight"] for t in doc["tactics"]}["persistent"] == 2.0 and doc["learned_from"] == ["run-a"]
+    assert {t["name"]: t["weight"] for t in doc["tactics"]}["persistent"] == 2.0 and doc["learned_from"] == \
+        BASE_DOC.get("learned_from", []) + ["run-a"]
     assert doc["changelog"][-1]["version"] == BASE + 1 and doc["changelog"][-1]["summary"] == "weights from 1 run"
     assert open(os.path.join(kb.base, knowledge.TACTICS)).read() == before
     assert knowledge.Knowledge(kb.base).load(knowledge.TACTICS)["version"] == BASE  # the base alone
@@ -51,7 +53,8 @@ def test_promotion_is_the_minimal_diff_and_happens_once(tmp_path):
     changed = [l for l in difflib.unified_diff(before, _lines(path), lineterm="", n=0)
                if l[:1] in "+-" and not l.startswith(("+++", "---"))]
     # The version line; a changelog line added (and a comma on the one before it); the two tactics' lines; the
-    # new learned_from line (and a comma on the line closing the tactics).
+    # learned_from line: a new entry in the list the base has (and a comma on the one before it), or a new field
+    # (and a comma on the line closing the field before it).
     assert len(changed) == 2 + 3 + 2 * 2 + 3, changed
     assert '+  {"name": "persistent", "kind": "rewrite", "rewrite": "persistent", "args": {}, "weight": 2.0,' in \
         "\n".join(changed)

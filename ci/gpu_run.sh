@@ -23,7 +23,8 @@
 #   gemm_h200.json, kmeans_h200.json, kmeans_dispatch_h200.json, knn_h200.json   the benchmarks
 #   agent_TASK_h200.md, .json, _best_so_far.png, _best.cake, _best.cu   the agent's report, summary, plot and
 #                                     best kernel with its lineage (TASK with underscores: agent_kmeans_assign_paper_h200.md)
-#   gpu_run_STEPS_h200_files.tar.gz   the rest: the agent's run directory (database, event logs), the
+#   gpu_run_STEPS_h200_files.tar.gz   the rest: the agent's run directory (database, event logs) and the learned
+#                                     knowledge store it wrote (knowledge/: promote it with agent.promote), the
 #                                     tests' JUnit XML, the service check's server log
 #
 # CAKE_COMMIT names the commit in the record where the copy has no .git (the lent machine's copy).
@@ -137,6 +138,8 @@ PY
       "$OUT/$stem.md"
   fi
   [ -d "$run" ] && cp -r "$run" "$WORK/files/agent_run"
+  # What the run learned (accepted proposals, the ranker's rows), for `agent.promote --runs-root` here.
+  [ -d "$WORK/runs/knowledge" ] && cp -r "$WORK/runs/knowledge" "$WORK/files/knowledge"
   return $rc
 }
 
