@@ -269,8 +269,7 @@ class Evolver:
 
     def _learned_scores(self, analyzed, best):
         """(scores, bar) of the learned ranker in plan's terms (lower first; prune above bar: the best measured
-        one's score plus the margin its own error allows, live_ranker.margin), refit on everything measured so far;
-        None without a ranker or rows enough."""
+        one's score plus the margin), refit on everything measured so far; None without a ranker or rows enough."""
         if self.ranking is None:
             return None
         measured, device = self._measurements()
@@ -278,9 +277,8 @@ class Evolver:
         if not self.ranking.refit(measured, device, self.features):
             return None
         scores = self.ranking.scores(list(analyzed) + list(best), self.features)
-        margin = live_ranker.margin(self.store, self.task.prune_margin)
-        live_ranker.record(self.store, {r["id"]: scores[r["id"]] for r in analyzed}, self.ranking.fits - fits, margin)
-        bar = scores[best[0]["id"]] + math.log1p(margin) if best else None
+        live_ranker.record(self.store, {r["id"]: scores[r["id"]] for r in analyzed}, self.ranking.fits - fits)
+        bar = scores[best[0]["id"]] + math.log1p(self.task.prune_margin) if best else None
         return scores, bar
 
     def _measure(self, row):

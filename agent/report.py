@@ -154,10 +154,6 @@ def write(run_dir, store, task, mode_line, stop_reason, bandit, cuda=None, cuda_
                           "before they were measured: Spearman %s; the cost model on the same candidates: %s." % (
                               learned["fits"], learned["measured"], _rho(learned["spearman"]),
                               _rho(learned["analytic_spearman"])))
-            if learned["margin"] is not None:
-                images.append("It measured candidates scoring within %.1f%% of the best measured one (the margin its "
-                              "own error allows; the task's is %.0f%%)." % (100 * learned["margin"],
-                                                                           100 * task.prune_margin))
     else:
         images.append("No predicted-against-measured plot: nothing was measured (%s)." % mode_line)
 

@@ -14,8 +14,7 @@ decision is made with everything measured before it. Below ranker.MIN_ROWS rows 
 is no ranker and the analytic prediction orders the candidates, as before; it stays
 the fallback. Every score given before a candidate was measured is kept in the
 store (meta `ranker`), so the report can say how well the ranker chose, beside the
-analytic model (`error`), and so the pruning margin can follow the ranker's own measured
-error (`margin`) instead of the analytic model's.
+analytic model (`error`).
 """
 
 import json
@@ -26,11 +25,6 @@ from agent.learn import dataset, ranker
 
 KNOWLEDGE = "ranker.json"
 META = "ranker"
-# The pruning margin once the ranker has shown its error (`margin`): at least MIN_MARGIN (about five times the
-# H200's run-to-run spread of one kernel's median, so noise alone never prunes a candidate that ties the best),
-# from the SPREAD_QUANTILE of its errors.
-MIN_MARGIN = 0.05
-SPREAD_QUANTILE = 0.9
 
 
 def prior_rows(kb, task_name):
@@ -99,45 +93,13 @@ class LiveRanker:
         return dict(zip([r["id"] for r in rows], self.model.predict([features(r) for r in rows])))
 
 
-def record(store, scores, new_fits, margin):
-    """Keep `scores` (given before those candidates were measured or pruned) in the store's meta, count the
-    `new_fits` made for them (the count adds up across a resumed run's sessions), and keep the pruning `margin`
-    they were judged with."""
+def record(store, scores, new_fits):
+    """Keep `scores` (given before those candidates were measured or pruned) in the store's meta, and count the
+    `new_fits` made for them (the count adds up across a resumed run's sessions)."""
     kept = store.meta(META, {"fits": 0, "scores": {}})
     kept["fits"] += new_fits
     kept["scores"].update({str(k): v for k, v in scores.items()})
-    kept["margin"] = margin
     store.set_meta(META, kept)
-
-
-def _scored_and_measured(store):
-    """[(score given before measuring, log(measured / the run's best measured))] of the candidates the ranker
-    scored and the run then measured."""
-    kept = store.meta(META)
-    if not kept or not kept["scores"]:
-        return []
-    measured = [(cid, m) for cid, _, m in store.predicted_and_measured() if m and m > 0]
-    if not measured:
-        return []
-    best = min(m for _, m in measured)
-    return [(kept["scores"][str(cid)], math.log(m / best)) for cid, m in measured if str(cid) in kept["scores"]]
-
-
-def margin(store, default):
-    """How far above the best measured candidate's score (relative time) a candidate may score and still be
-    measured. `default`, the task's margin, is set for the analytic model, whose errors are several times the
-    ranker's (on the H200 KMeans run the ranker's scores were within 4% of the measured ratio for 90% of the
-    candidates, where the task allows 25%): measuring everything within it spends most evaluations on candidates
-    that cannot beat the best. So once the ranker has scored, and the run then measured, ranker.MIN_ROWS
-    candidates, the margin is its own error on them: the SPREAD_QUANTILE of |error - median error| (the median
-    is a bias every score shares, so it does not move the ranking), at least MIN_MARGIN, at most `default`."""
-    pairs = _scored_and_measured(store)
-    if len(pairs) < ranker.MIN_ROWS:
-        return default
-    errors = [s - y for s, y in pairs]
-    centre = sorted(errors)[len(errors) // 2]
-    spread = sorted(abs(e - centre) for e in errors)[int(SPREAD_QUANTILE * (len(errors) - 1))]
-    return min(default, max(MIN_MARGIN, math.expm1(spread)))
 
 
 def error(store):
@@ -153,4 +115,4 @@ def error(store):
     measured = [m for _, _, m in scored]
     return {"measured": len(scored), "spearman": ranker.spearman([s for s, _, _ in scored], measured),
             "analytic_spearman": ranker.spearman([math.log(p) for _, p, _ in scored], measured),
-            "fits": kept["fits"], "margin": kept.get("margin")}
+            "fits": kept["fits"]}

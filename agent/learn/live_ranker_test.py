@@ -87,32 +87,7 @@ def test_the_fit_count_adds_up_across_sessions_of_one_run(tmp_path):
     from agent.store import Store
 
     store = Store(str(tmp_path / "agent.db"))
-    live_ranker.record(store, {1: 0.5}, 2, 0.25)
-    live_ranker.record(store, {2: 0.1}, 0, 0.25)  # a decision with no new fit
-    live_ranker.record(store, {3: 0.2}, 1, 0.07)  # a resumed session's first fit
-    assert store.meta(live_ranker.META) == {"fits": 3, "scores": {"1": 0.5, "2": 0.1, "3": 0.2}, "margin": 0.07}
-
-
-class _Scored:
-    """A store's two views margin() reads: the ranker's kept scores and (id, predicted, measured) rows."""
-
-    def __init__(self, errors, best_s=1e-3):
-        # candidate i measured at best * e^(i / 100); its score off the measured log ratio by errors[i]
-        self.rows = [(i, 1.0, best_s * math.exp(i / 100)) for i in range(len(errors))]
-        self.kept = {"fits": 1, "scores": {str(i): i / 100 + e for i, e in enumerate(errors)}}
-
-    def meta(self, key, default=None):
-        return self.kept if key == live_ranker.META else default
-
-    def predicted_and_measured(self):
-        return self.rows
-
-
-def test_the_pruning_margin_is_the_rankers_own_error_within_the_tasks():
-    few = _Scored([0.0] * (ranker.MIN_ROWS - 1))
-    assert live_ranker.margin(few, 0.25) == 0.25  # too few scored-then-measured candidates to know its error
-    # errors 0.01 apart around a shared bias of 0.3: the 90th percentile of |error - median| is 0.09
-    spread = _Scored([0.3 + 0.01 * (i - 10) for i in range(21)])
-    assert live_ranker.margin(spread, 0.25) == pytest.approx(math.expm1(0.09))
-    assert live_ranker.margin(_Scored([0.3] * 20), 0.25) == live_ranker.MIN_MARGIN  # never below the floor
-    assert live_ranker.margin(_Scored([0.1 * i for i in range(20)]), 0.25) == 0.25  # never above the task's
+    live_ranker.record(store, {1: 0.5}, 2)
+    live_ranker.record(store, {2: 0.1}, 0)  # a decision with no new fit
+    live_ranker.record(store, {3: 0.2}, 1)  # a resumed session's first fit
+    assert store.meta(live_ranker.META) == {"fits": 3, "scores": {"1": 0.5, "2": 0.1, "3": 0.2}}
