@@ -92,6 +92,11 @@ class Port:
         r = self.client.verify(kernel, want_features=True)
         return [tuple(entity) for entity in json.loads(r.features_json or "[]")]
 
+    def primitives(self):
+        """[Primitive] of every op kind (ListPrimitives): its text keyword, what it does and the PTX it lowers to,
+        its targets and instruction family: the op catalogue an author is taught."""
+        return list(self.client.list_primitives().primitives)
+
     def analyze(self, kernel, shapes, device):
         """The CostReport under the agent's calibration; the caller has verified the kernel."""
         r = self.client.analyze(kernel, shapes=shapes, device=device, skip_verify=True, calibration=self.calibration)

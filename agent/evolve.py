@@ -129,20 +129,27 @@ def gpu_count(mode, task, args):
     return device.probe(task.target).count
 
 
-def _llm_authors(args, task, log):
-    """The LLM author when --author asks for one; Refused when its settings are missing."""
+def _llm_client(args):
+    """The LLM author's chat client when --author asks for one, else None; Refused when its settings are missing
+    or wrong."""
     if args.author == "search":
-        return []
-    from agent.authors.llm import ChatClient, LlmAuthor, LlmError
+        return None
+    from agent.authors.llm import ChatClient, LlmError
 
     try:
-        return [LlmAuthor(ChatClient.from_env(), task, log=log)]
+        return ChatClient.from_env()
     except LlmError as e:
         raise Refused("--author %s: %s" % (args.author, e)) from None
 
 
-def _authors(args, llm, search):
-    return {"search": [search], "llm": llm, "mixed": llm + [search]}[args.author]
+def _authors(args, llm_client, search, task, store, port, mode, log):
+    if llm_client is None:
+        return [search]
+    from agent.authors.llm import LlmAuthor
+    from agent.authors.population import Population
+
+    llm = [LlmAuthor(llm_client, task, Population(store), port.primitives(), mode == loop.MEASURE, log=log)]
+    return {"llm": llm, "mixed": llm + [search]}[args.author]
 
 
 def _evaluator(args, mode, task, run_dir):
@@ -249,7 +256,7 @@ def _run(args, where):
             raise Refused("--ranker on: %s; install it (requirements.txt pins it; ci/gpu_wheels.txt lists the wheels "
                           "a GPU machine without registries needs) or pass --ranker off" % why)
     tactics, tactics_version = load_tactics(kb, plan.task.family, plan.mode)
-    llm = _llm_authors(args, plan.task, print)  # rich's live display shows prints above itself
+    llm = _llm_client(args)
     with open_port(args.compiler, outer.learned_rules(kb)["rules"], calibrate.current_data(kb), args.compiler_address,
                    log=print) as port:
         store = _record(plan)
@@ -271,7 +278,8 @@ def _evolve(args, where, kb, plan, store, port, tactics, tactics_version, llm):
     task, mode, run_dir = plan.task, plan.mode, plan.run_dir
     settings = loop.Settings(mode=mode, seed=plan.config["seed"], throttle_s=args.throttle)
     bandit = Bandit({n: t.weight for n, t in tactics.items()}, store.tactic_stats())
-    authors = _authors(args, llm, SearchAuthor(tactics, bandit, task.fixed))
+    # print: rich's live display shows prints above itself
+    authors = _authors(args, llm, SearchAuthor(tactics, bandit, task.fixed), task, store, port, mode, print)
     events = EventLog(os.path.join(run_dir, "events.jsonl"))
     display = progress_mod.make("CAKE agent: %s" % task.name, plain=args.plain or None)
     try:

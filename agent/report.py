@@ -11,6 +11,7 @@ import os
 
 from agent import bandit as bandit_mod
 from agent import plots
+from agent.authors import llm
 from agent.genome import Genome
 from agent.learn import live_ranker, ranker
 from agent.progress import failures_text
@@ -96,6 +97,7 @@ def summary(store, task, mode_line, stop_reason, files=None):
                   for name, p in sorted(store.peers().items())},
         "prediction_error": prediction_error(store.predicted_and_measured()),
         "ranker_error": live_ranker.error(store),
+        "llm_usage": store.meta(llm.USAGE),
         "curve": curve,
     }
 
@@ -109,6 +111,15 @@ def prediction_error(pairs):
     errors = sorted(abs(math.log(p / m)) for p, m in pairs)
     return {"measured": len(pairs), "spearman": ranker.spearman([p for p, _ in pairs], [m for _, m in pairs]),
             "median_abs_log_error": errors[len(errors) // 2], "distinct_predictions": len({p for p, _ in pairs})}
+
+
+def llm_usage_text(u):
+    """One line of what the LLM author's calls used (authors/llm.record_usage's totals)."""
+    tokens = "%d prompt + %d completion tokens" % (u["prompt_tokens"], u["completion_tokens"])
+    if u["unreported_calls"]:
+        tokens += " (%d calls reported none)" % u["unreported_calls"]
+    cost = "$%.4f" % u["cost_usd"] if u["cost_usd"] is not None else "cost unknown (no CAKE_LLM_USD_PER_MTOK_IN/_OUT)"
+    return "%s: %d calls, %d samples, %s, %s" % (u["model"], u["calls"], u["samples"], tokens, cost)
 
 
 def _rho(value):
@@ -166,6 +177,9 @@ def write(run_dir, store, task, mode_line, stop_reason, bandit, cuda=None, cuda_
               "| search time | %.0f s |" % store.meta("elapsed_s", 0.0)]
     if measured:
         lines.append("| device time | %.1f s |" % float(store.meta("device_s", 0.0)))
+    usage = store.meta(llm.USAGE)
+    if usage:
+        lines.append("| LLM author | %s |" % llm_usage_text(usage))
     lines += ["", "## Result", ""]
     if best is None:
         lines.append("No candidate got a fitness.")

@@ -130,6 +130,15 @@ class Store:
             rows = self.db.execute("SELECT * FROM candidates WHERE status = ? ORDER BY id", (status,))
         return [dict(r) for r in rows]
 
+    def rejected(self, limit, author=None):
+        """The latest `limit` candidates the verifier, the contract, the build or the GPU rejected (newest first),
+        of `author` alone when given."""
+        query = "SELECT * FROM candidates WHERE status IN ('invalid', 'failed')"
+        args = ()
+        if author is not None:
+            query, args = query + " AND author = ?", (author,)
+        return [dict(r) for r in self.db.execute(query + " ORDER BY id DESC LIMIT ?", args + (limit,))]
+
     def first(self):
         """The run's first candidate (its seed)."""
         row = self.db.execute("SELECT * FROM candidates ORDER BY id LIMIT 1").fetchone()

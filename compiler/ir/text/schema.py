@@ -61,7 +61,7 @@ class MessageSyntax:
                 if keyword in taken:
                     keyword = field.name
                 taken.add(keyword)
-            named = kind == ENTRIES and _has_name(field.message_type)
+            named = kind == ENTRIES and has_name(field.message_type)
             oneof = real_oneof(field)
             fields.append(FieldSyntax(field, kind, keyword, named, oneof and oneof.name))
         others = [f for f in fields if f.name != direct]
@@ -98,6 +98,7 @@ def _singular(name):
     return name
 
 
-def _has_name(descriptor):
+def has_name(descriptor):
+    """Whether entries of this message type are written `keyword NAME { ... }`: it has a string `name`."""
     field = descriptor.fields_by_name.get("name")
     return field is not None and field.type == field.TYPE_STRING and not field.is_repeated
