@@ -7,15 +7,20 @@ at least MIN_SUPPORT times is a candidate macro: the two rewrites in order as on
 (tactic kind `macro`, agent/tactics.py), so the search reaches in one step what took it
 two, and the bandit credits the pair as a whole.
 
-`replay` is the gate's evidence: seeded cost-model runs of the mined run's task from its
-seed, with the current tactics and with the macro added, each to the same number of
-evaluations; `curve` reads a run's best-so-far predicted time per evaluation, and
+`replay` is the gate's evidence: seeded runs of the mined run's task from its seed, on the
+cost model or measured by a surrogate of the GPU, with the current tactics and with the macro
+added, each to the same number of evaluations; `curve` reads a run's best-so-far predicted time per evaluation, and
 learn/gate.gate_macro judges the two sets of curves.
 
     python3 -m agent.learn.macros --runs RUN/agent.db ... --out benchmarks/results/macros_h200.json [--min-support 2]
+        [--judge surrogate] [--accept-into DIR]
 
 judges every mined pair (down to --min-support chains) as the gate would, without
-writing knowledge: the committed file is the H200 runs' (docs/agent.md).
+writing knowledge unless --accept-into names a learned store: the committed file is the H200
+runs' (docs/agent.md). `--judge surrogate` replays measured runs whose times come from the
+task's measured rows, or the learned ranker where a kernel was never measured
+(measure/surrogate.py), instead of the analytic cost model, which gives most candidates of a
+measured lineage the same prediction.
 """
 
 import argparse
@@ -91,20 +96,44 @@ def tactic_item(candidate):
                            "evidence": candidate.evidence}}
 
 
-def judge(item, task, kb, port, baseline=None):
+def judge(item, task, kb, port, baseline=None, evaluator=None):
     """(Verdict, baseline curves) of the macro tactics.json `item` on `task`: learn/gate.gate_macro over replays
-    with the tactics of `kb` and with the item added. `baseline`: replays without it, when already made."""
-    from agent import tactics as tactics_mod
+    with the tactics of `kb` and with the item added. `baseline`: replays without it, when already made;
+    `evaluator`: the replays' measurements (a measure.surrogate.SurrogateEvaluator), else the cost model's."""
+    from agent import loop, tactics as tactics_mod
     from agent.learn import gate, knowledge
     from agent.repair import RepairMap
 
-    current, _ = tactics_mod.load(kb, task.family)
+    # A measured replay draws tactics with the weights measured runs of the family learned.
+    current, _ = tactics_mod.load(kb, task.family, loop.MEASURE if evaluator is not None else None)
     listed = knowledge.of(kb).load(knowledge.TACTICS)["tactics"]
     extended = dict(current, **tactics_mod.from_data({"tactics": listed + [item]}))
     repairs = RepairMap.load(kb)
     if baseline is None:
-        baseline = replay(task, current, port, repairs)
-    return gate.gate_macro(baseline, replay(task, extended, port, repairs)), baseline
+        baseline = replay(task, current, port, repairs, evaluator=evaluator)
+    return gate.gate_macro(baseline, replay(task, extended, port, repairs, evaluator=evaluator)), baseline
+
+
+def accept(kb, item, verdict):
+    """Record an accepted macro `item` (with the gate's evidence in its provenance) in `kb`'s learned store, as
+    the outer loop does; the tactics.json version it makes."""
+    from agent.learn import knowledge
+
+    item["provenance"]["gate"] = verdict.details
+    return kb.accept(knowledge.TACTICS, {"append": {"tactics": [item]}}, "macro %s" % item["name"],
+                     proposal=item["name"], evidence=verdict.details)
+
+
+def surrogate(task, kb, port):
+    """A SurrogateEvaluator of `task` from the measured rows the knowledge lists (ranker.json's datasets) on the
+    device with most of them, and the port it analyzes with (lowering without nvcc); ValueError with too few."""
+    from agent.learn import live_ranker
+    from agent.measure.surrogate import SurrogateEvaluator
+
+    rows, _ = live_ranker.prior_rows(kb, task.name)
+    devices = collections.Counter(r["device"] for r in rows)
+    device = devices.most_common(1)[0][0] if devices else None
+    return SurrogateEvaluator(task, [r for r in rows if r["device"] == device], port)
 
 
 def curve(store):
@@ -117,8 +146,9 @@ def curve(store):
     return out
 
 
-def replay(task, tactics, port, repairs, seeds=REPLAY_SEEDS, evaluations=REPLAY_EVALUATIONS):
-    """Best-so-far curves of seeded cost-model runs of `task` with `tactics` (by name), one per seed."""
+def replay(task, tactics, port, repairs, seeds=REPLAY_SEEDS, evaluations=REPLAY_EVALUATIONS, evaluator=None):
+    """Best-so-far curves of seeded runs of `task` with `tactics` (by name), one per seed: on the cost model, or
+    measured by `evaluator` (then `port` should lower without nvcc: its builds are not run)."""
     from agent import loop
     from agent.authors.search import SearchAuthor
     from agent.bandit import Bandit
@@ -132,13 +162,14 @@ def replay(task, tactics, port, repairs, seeds=REPLAY_SEEDS, evaluations=REPLAY_
         for seed in seeds:
             store = Store(os.path.join(tmp, "seed%d.db" % seed))
             try:
-                store.start_run("replay-%d" % seed, task.to_json(), {"mode_line": "macro replay"}, loop.COST_MODEL, seed)
+                mode = loop.COST_MODEL if evaluator is None else loop.MEASURE
+                store.start_run("replay-%d" % seed, task.to_json(), {"mode_line": "macro replay"}, mode, seed)
                 bandit = Bandit({n: t.weight for n, t in tactics.items()})
                 events = EventLog(os.path.join(tmp, "events%d.jsonl" % seed))
                 try:
-                    loop.Evolver(task, store, events, port, None, tactics, repairs, bandit,
+                    loop.Evolver(task, store, events, port, evaluator, tactics, repairs, bandit,
                                  [SearchAuthor(tactics, bandit, task.fixed)], PlainProgress(io.StringIO()),
-                                 loop.Settings(mode=loop.COST_MODEL, seed=seed)).run()
+                                 loop.Settings(mode=mode, seed=seed)).run()
                 finally:
                     events.close()
                 curves.append(curve(store))
@@ -147,23 +178,29 @@ def replay(task, tactics, port, repairs, seeds=REPLAY_SEEDS, evaluations=REPLAY_
     return curves
 
 
-def main():
+def main(argv=None):
     ap = argparse.ArgumentParser(description="judge the macro-tactics mined from measured runs, as the gate would")
     ap.add_argument("--runs", nargs="+", required=True, help="run databases (agent.db)")
     ap.add_argument("--out", required=True)
     ap.add_argument("--min-support", type=int, default=2)
-    args = ap.parse_args()
+    ap.add_argument("--judge", choices=("cost-model", "surrogate"), default="cost-model",
+                    help="replay on the analytic cost model, or measured by the surrogate of the task's measured rows "
+                         "(measure/surrogate.py)")
+    ap.add_argument("--accept-into", metavar="DIR",
+                    help="a learned store to record the accepted macros in (agent.promote --runs-root PARENT writes them "
+                         "into the checkout); without it nothing is written")
+    args = ap.parse_args(argv)
     from agent import task as task_mod
     from agent.compiler_port import in_process_port
     from agent.learn import knowledge
     from compiler import host
 
-    kb = knowledge.Knowledge(knowledge.default_dir())
+    kb = knowledge.Knowledge(knowledge.default_dir(), args.accept_into)
     listed = kb.load(knowledge.TACTICS)["tactics"]
     rewrites = {t["name"] for t in listed if t["kind"] == "rewrite"}
     known = [tuple(t["steps"]) for t in listed if t["kind"] == "macro"]
-    port = in_process_port()
-    baselines, rows = {}, []
+    port = in_process_port(source_only=args.judge == "surrogate")
+    baselines, evaluators, rows = {}, {}, []
     try:
         for cand, tasks in mine(args.runs, rewrites, known, min_support=args.min_support):
             row = {"macro": name(cand.steps), "steps": cand.steps, "support": cand.support, "gain": cand.gain,
@@ -171,8 +208,14 @@ def main():
             if len(tasks) == 1:
                 (task_name, task_json), = tasks.items()
                 task = task_mod.Task.from_json(json.loads(task_json))
-                verdict, baselines[task_name] = judge(tactic_item(cand), task, kb, port, baselines.get(task_name))
+                if args.judge == "surrogate" and task_name not in evaluators:
+                    evaluators[task_name] = surrogate(task, kb, port)
+                item = tactic_item(cand)
+                verdict, baselines[task_name] = judge(item, task, kb, port, baselines.get(task_name),
+                                                      evaluators.get(task_name))
                 row["gate"] = verdict.to_dict()
+                if verdict.accepted and args.accept_into:
+                    row["knowledge_version"] = accept(kb, item, verdict)
             rows.append(row)
             print("%s (%d chains): %s" % (row["macro"], cand.support, row.get("gate", {}).get("why")), flush=True)
     finally:
@@ -180,7 +223,8 @@ def main():
     result = {"machine": host.record(), "runs": [os.path.relpath(p) for p in args.runs],
               "how": {"min_gain": MIN_GAIN, "min_support_outer_loop": MIN_SUPPORT, "min_support_here": args.min_support,
                       "replay_seeds": list(REPLAY_SEEDS), "replay_evaluations": REPLAY_EVALUATIONS,
-                      "gate": "learn/gate.gate_macro"},
+                      "gate": "learn/gate.gate_macro", "judge": args.judge},
+              "surrogate_answers": {t: dict(e.answers) for t, e in evaluators.items()},
               "accepted": sum(bool(r.get("gate", {}).get("accepted")) for r in rows), "candidates": rows}
     with open(args.out, "w") as f:
         json.dump(result, f, indent=1, sort_keys=True)

@@ -79,7 +79,7 @@ def test_the_outer_loop_gates_each_mined_macro_by_replaying_its_task(tmp_path, m
     _run(tmp_path / "runs" / "r1" / "agent.db", "measure", [good] * 3, task=task)
     replays = []
 
-    def replay(t, tactics, port, repairs):  # the baseline first, then with the macro
+    def replay(t, tactics, port, repairs, evaluator=None):  # the baseline first, then with the macro
         replays.append(sorted(n for n, x in tactics.items() if x.kind == "macro"))
         return [[3, 2, 1], [3, 2, 1]] if len(replays) % 2 else [[2, 1, 1], [1, 1, 1]]
 

@@ -160,6 +160,7 @@ def _macro_proposals(kb, port, paths, refused, record, log):
     listed = {t["name"]: t for t in doc["tactics"]}
     rewrites = {n for n, t in listed.items() if t["kind"] == "rewrite"}
     known = [tuple(t["steps"]) for t in listed.values() if t["kind"] == "macro"]
+    baselines = {}  # task name -> the replays without any new macro: one set serves every macro of the task
     for candidate, tasks in macros.mine(paths, rewrites, known):
         item = macros.tactic_item(candidate)
         sig = "macro|%s|%d lineages" % (item["name"], candidate.support)
@@ -171,12 +172,10 @@ def _macro_proposals(kb, port, paths, refused, record, log):
             continue
         task = task_mod.Task.from_json(json.loads(next(iter(tasks.values()))))
         log("replaying %s with and without macro %s" % (task.name, item["name"]))
-        verdict, _ = macros.judge(item, task, kb, port)
+        verdict, baselines[task.name] = macros.judge(item, task, kb, port, baselines.get(task.name))
         version = None
         if verdict.accepted:
-            item["provenance"]["gate"] = verdict.details
-            version = kb.accept(knowledge.TACTICS, {"append": {"tactics": [item]}}, "macro %s" % item["name"],
-                                proposal=item["name"], evidence=verdict.details)
+            version = macros.accept(kb, item, verdict)
             log("learned macro-tactic %s: %s (tactics.json v%d, learned)" % (item["name"], verdict.why, version))
         record("macro", sig, item, verdict, version)
 
