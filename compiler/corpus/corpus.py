@@ -32,7 +32,8 @@ GOOD_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "good")
 # one schedule of each of the three proving kernels, the tuned KMeans kernels the
 # API runs (kernels/kmeans/api.py: the assignment at its D = 128 parameters), the
 # KNN kernels (kernels/knn: the tuned score kernel and the merges at k = 10, the small-Q,
-# sm_80 and sm_100a score kernels, the wide-k filter and select), and the naive seeds the agent starts from
+# sm_80 and sm_100a score kernels, the wide-k filter and select), the KDA intra kernel with FlashKDA's
+# in-kernel options (l2norm, gate, beta sigmoid), and the naive seeds the agent starts from
 # (kernels/*/naive.py: one warpgroup, plain loads, no ring).
 GOOD = {
     "gemm_sm80": gemm_sm80,
@@ -60,6 +61,7 @@ GOOD = {
     "knn_select": knn_select.select_kernel,
     "knn_rows_naive": knn_naive.rows_naive,
     "kda_intra_sm90a": kda.intra_sm90a,
+    "kda_intra_fla_sm90a": lambda: kda.intra_sm90a(gate="sigmoid", g_dtype="bf16", l2norm=True, beta_sigmoid=True),
     "kda_chain_sm90a": kda.chain_sm90a,
     "kda_recurrent_naive": kda_naive.recurrent_naive,
 }

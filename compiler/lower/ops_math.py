@@ -199,13 +199,15 @@ def reduce(em, op, path):
         _rows_reduction(em, src, dst, path)
         with w.block(""):
             w.line("float t[%d];" % dst.count)
-            w.line("for (int s = 0; s < %d; ++s) t[s] = %s;" % (dst.count, "cake::to_float(%s)" % dst.elem("s") if op.accumulate else identity))
+            w.line("for (int s = 0; s < %d; ++s) t[s] = %s;" % (dst.count, identity))
             w.line("#pragma unroll")
             slot = "%s::row_slot(i)" % src.cls
             w.line("for (int i = 0; i < %d; ++i) t[%s] = %s::apply(t[%s], %s);" % (src.count, slot, fn, slot, src.elem("i")))
             if op.scope != ir_pb2.SCOPE_THREAD:
                 lo, hi = _ROW_LANES[src.layout]
                 w.line("for (int s = 0; s < %d; ++s) t[s] = cake::warp::allreduce<%s, %d, %d>(t[s]);" % (dst.count, fn, lo, hi))
+            if op.accumulate:  # after the lanes combine: every lane holds dst's value, which counts once
+                w.line("for (int s = 0; s < %d; ++s) t[s] = %s::apply(cake::to_float(%s), t[s]);" % (dst.count, fn, dst.elem("s")))
             w.line("for (int s = 0; s < %d; ++s) %s = t[s];" % (dst.count, dst.elem("s")))
         return
     if not (isinstance(src, Fragment) and isinstance(dst, Fragment)):
@@ -219,12 +221,14 @@ def reduce(em, op, path):
     outer = math.prod(shape[:op.axis])
     with w.block(""):
         with w.block("for (int o = 0; o < %d; ++o) for (int q = 0; q < %d; ++q)" % (outer, inner)):
-            w.line("float t = %s;" % ("cake::to_float(%s)" % dst.elem("o * %d + q" % inner) if op.accumulate else identity))
+            w.line("float t = %s;" % identity)
             w.line("for (int k = 0; k < %d; ++k) t = %s::apply(t, cake::to_float(%s));" % (n, fn, src.elem("(o * %d + k) * %d + q" % (n, inner))))
             if op.scope == ir_pb2.SCOPE_WARP:
                 w.line("t = cake::warp::allreduce<%s, 1, 32>(t);" % fn)
             elif op.scope not in (ir_pb2.SCOPE_THREAD, ir_pb2.SCOPE_LANES):
                 raise LoweringError(path, "per-thread reductions combine across a thread or a warp")
+            if op.accumulate:  # after the warp combines, so dst's value counts once
+                w.line("t = %s::apply(cake::to_float(%s), t);" % (fn, dst.elem("o * %d + q" % inner)))
             w.line("%s = t;" % dst.elem("o * %d + q" % inner))
 
 

@@ -64,3 +64,33 @@ def test_inverse_into_registers_is_blocked_by_16_rows():
 def test_inverse_into_shared_memory_is_a_substitution():
     body = _body(lower(_solve_and_scan(into_shared=True)).source, "tri_solve")
     assert "i0" not in body and "for (int k = 0; k < i; ++k)" in body
+
+
+def _accumulated_row_sum(scope, per_thread=False):
+    """dst = dst + the row sums of an accumulator fragment (or of per-thread data), combined across `scope`."""
+    k = KernelBuilder("rows", target="sm_90a")
+    k.contract(math="n += rowsum(x)", reference="none", metric="rel_l2", tolerance=1e-5)
+    if per_thread:
+        x = k.registers("x", "f32", [4, 8], layout="per_thread", owner="c")
+        n = k.registers("n", "f32", [4], layout="per_thread", owner="c")
+    else:
+        x = k.registers("x", "f32", [64, 64], layout="wgmma_acc", owner="c")
+        n = k.registers("n", "f32", [64], layout="wgmma_rows", owner="c")
+    with k.role("c", "compute", warpgroups=1) as r:
+        r.fill(x.all, 1.0)
+        r.fill(n.all, 2.0)
+        r.reduce("sum", x.all, n.all, 1, scope, accumulate=True)
+    return k.build()
+
+
+def test_an_accumulating_row_reduction_adds_dst_once_after_the_lanes_combine():
+    body = _body(lower(_accumulated_row_sum("lanes")).source, "reduce")
+    # the quad's partial sums first, then dst's value: adding it before the shuffles counted it four times
+    assert "t[s] = 0.0f;" in body
+    assert body.index("cake::warp::allreduce") < body.index("cake::warp::Sum::apply(cake::to_float(r_n[s]), t[s])")
+
+
+def test_an_accumulating_warp_reduction_adds_dst_once_after_the_warp_combines():
+    body = _body(lower(_accumulated_row_sum("warp", per_thread=True)).source, "reduce")
+    assert "float t = 0.0f;" in body
+    assert body.index("cake::warp::allreduce") < body.index("t = cake::warp::Sum::apply(cake::to_float(")

@@ -11,10 +11,13 @@ what the kernels do not support (K or V other than 128, grouped value heads, fla
 training-only options) raises ValueError naming the argument.
 
 The work runs as two CAKE IR kernels (kernels/kda/schedules.py, sm_90a): the parallel
-intra-chunk phase, then the state chain split over V. Before them, in torch: the
-optional L2 norm, gate and beta activations (fla's formulas), and padding of each
-sequence to whole 64-token chunks with rows that leave the result unchanged (g = 0,
-beta = 0, k = v = 0). `plan(...)` says what a call will launch; `phases(...)` gives its two kernels as launches to time alone.
+intra-chunk phase, whose load phase also applies the optional L2 norm, gate and beta
+activations (fla's formulas; the gate's per-head constants as `gate_rows`), then the
+state chain split over V. Before them, in torch: beta head-first in fp32, and padding of
+each sequence to whole 64-token chunks with rows that leave the result unchanged (a
+zero log-gate, beta = 0, k = v = 0; a raw gate input pads with -inf, which every gate
+maps to 0). `plan(...)` says what a call will launch; `phases(...)` gives its two
+kernels as launches to time alone.
 
 Registered as the torch custom op `cake::chunk_kda` with a fake implementation.
 """
@@ -31,7 +34,7 @@ from runtime.compiled import CompiledKernelRunner
 
 CHUNK = schedules.C
 HEAD = schedules.HEAD
-L2NORM_EPS = 1e-6  # fla's l2norm_fwd: x / sqrt(sum x^2 + eps)
+L2NORM_EPS = schedules.L2NORM_EPS
 # fla options the forward has no use for or does not implement, and the value that is accepted.
 _FLA_ONLY = {
     "allow_neg_eigval": False,
@@ -155,18 +158,33 @@ def check_arguments(q, k, v, g, beta, scale, initial_state, output_final_state, 
     return p
 
 
-def gate(g, A_log, dt_bias, lower_bound):
-    """fla's in-kernel gate, in fp32: lower_bound * sigmoid(exp(A_log) (g + dt_bias)) when lower_bound is
-    given (without A_log: lower_bound * sigmoid(g + dt_bias)), else -exp(A_log) softplus(g + dt_bias)."""
-    H, K = g.shape[-2:]
-    x = g.float()
-    if dt_bias is not None:
-        x = x + dt_bias.float().view(H, K)
+def gate_rows(A_log, dt_bias, lower_bound, heads, device, keys=HEAD):
+    """fla's in-kernel gate as s f(m x + a) per (head, key channel), f = sigmoid when lower_bound is given,
+    else softplus: (f's name, the rows [H 3, K] fp32 the intra kernel reads: m, a, s per head).
+    lower_bound sigmoid(exp(A_log) (x + dt_bias)): m = exp(A_log) (1 without A_log), a = m dt_bias, s = lower_bound;
+    -exp(A_log) softplus(x + dt_bias): m = 1, a = dt_bias, s = -exp(A_log)."""
+    if dt_bias is None:
+        bias = torch.zeros(heads, keys, device=device)
+    else:
+        bias = dt_bias.to(device, torch.float32).view(heads, keys)
+    decay = None if A_log is None else A_log.to(device, torch.float32).exp().view(heads, 1).expand(heads, keys)
     if lower_bound is not None:
-        if A_log is not None:
-            x = A_log.float().exp().view(H, 1) * x
-        return lower_bound * torch.sigmoid(x)
-    return -A_log.float().exp().view(H, 1) * torch.nn.functional.softplus(x)
+        m = torch.ones_like(bias) if decay is None else decay
+        rows = (m, m * bias, torch.full_like(bias, lower_bound))
+    else:
+        rows = (torch.ones_like(bias), bias, -decay)
+    return ("sigmoid" if lower_bound is not None else "softplus"), torch.stack(rows, 1).view(heads * 3, keys)
+
+
+def gate(g, A_log, dt_bias, lower_bound):
+    """fla's in-kernel gate, in fp32, as the kernel computes it (`gate_rows`): lower_bound * sigmoid(exp(A_log)
+    (g + dt_bias)) when lower_bound is given (without A_log: lower_bound * sigmoid(g + dt_bias)), else
+    -exp(A_log) softplus(g + dt_bias)."""
+    H, K = g.shape[-2:]
+    fn, rows = gate_rows(A_log, dt_bias, lower_bound, H, g.device, K)
+    m, a, s = rows.view(H, 3, K).unbind(1)
+    f = torch.sigmoid if fn == "sigmoid" else torch.nn.functional.softplus
+    return s * f(g.float() * m + a)
 
 
 def l2norm(x):
@@ -175,14 +193,14 @@ def l2norm(x):
     return (xf * torch.rsqrt((xf * xf).sum(-1, keepdim=True) + L2NORM_EPS)).to(x.dtype)
 
 
-def _pad(x, p, varlen):
-    """[B, T, ...] -> [N, padded_t, ...]: each sequence at the start of its row, zeros after it."""
+def _pad(x, p, varlen, value=0.0):
+    """[B, T, ...] -> [N, padded_t, ...]: each sequence at the start of its row, `value` after it."""
     if not varlen:
         T = x.shape[1]
         if T == p.padded_t:
             return x.contiguous()
-        return torch.nn.functional.pad(x, (0, 0) * (x.dim() - 2) + (0, p.padded_t - T))
-    out = x.new_zeros((p.n, p.padded_t) + tuple(x.shape[2:]))
+        return torch.nn.functional.pad(x, (0, 0) * (x.dim() - 2) + (0, p.padded_t - T), value=value)
+    out = x.new_full((p.n, p.padded_t) + tuple(x.shape[2:]), value)
     start = 0
     for i, n in enumerate(p.lengths):
         out[i, :n] = x[0, start:start + n]
@@ -197,26 +215,34 @@ def _unpad(o, p, varlen, T):
 
 
 @functools.lru_cache(maxsize=None)
-def _runners(scale):
-    intra = schedules.intra_sm90a(scale=scale)
-    chain = schedules.chain_sm90a()
-    return (CompiledKernelRunner(prebuilt.load(intra, what="KDA intra-chunk phase")),
-            CompiledKernelRunner(prebuilt.load(chain, what="KDA state chain")))
+def _intra(scale, gate_fn, g_dtype, l2norm, beta_sigmoid):
+    kernel = schedules.intra_sm90a(scale=scale, gate=gate_fn, g_dtype=g_dtype, l2norm=l2norm, beta_sigmoid=beta_sigmoid)
+    return CompiledKernelRunner(prebuilt.load(kernel, what="KDA intra-chunk phase"))
+
+
+@functools.lru_cache(maxsize=None)
+def _chain():
+    return CompiledKernelRunner(prebuilt.load(schedules.chain_sm90a(), what="KDA state chain"))
 
 
 def _prepare(q, k, v, g, beta, scale, initial_state, use_qk_l2norm, use_gate, A_log, dt_bias, lower_bound,
              use_beta_sigmoid, varlen, p):
-    """The two kernels' arguments for checked arguments: (intra args, chain args, o, ht), o and ht padded."""
+    """The two kernels (runners) and their arguments for checked arguments: (intra, intra args, chain, chain args,
+    o, ht), o and ht padded."""
     B, T, H, K = q.shape
     if not q.is_cuda or torch.cuda.get_device_capability(q.device) != (9, 0):
         raise ValueError("q must be on an sm_90 (Hopper) CUDA device for CAKE's chunk_kda, got %s" % q.device)
-    if use_qk_l2norm:
-        q, k = l2norm(q), l2norm(k)
-    g = gate(g, A_log, dt_bias, lower_bound) if use_gate else g.float()  # as fla: A_log, dt_bias unused otherwise
-    beta = torch.sigmoid(beta.float()) if use_beta_sigmoid else beta.float()
-    qp, kp, vp, gp, bp = (_pad(t, p, varlen) for t in (q, k, v, g, beta))
+    g_dtype = "bf16" if g.dtype == torch.bfloat16 else "f32"
+    if g_dtype == "f32":
+        g = g.float()
+    # As fla: A_log, dt_bias and lower_bound are unused without the in-kernel gate.
+    gate_fn, rows = gate_rows(A_log, dt_bias, lower_bound, H, q.device) if use_gate else (None, None)
+    qp, kp, vp = (_pad(t, p, varlen) for t in (q, k, v))
+    gp = _pad(g, p, varlen, float("-inf") if use_gate else 0.0)  # the pad rows' log-gate is 0 either way
     n, tp = p.n, p.padded_t
     dev = q.device
+    bp = torch.empty((n, H, tp), dtype=torch.float32, device=dev)
+    bp.copy_(_pad(beta, p, varlen).transpose(1, 2))  # head-first fp32, one pass
     ws = {name: torch.empty((n, H, tp, schedules.C if name == "pm" else HEAD), dtype=torch.bfloat16, device=dev)
           for name in schedules.WORKSPACE if name != "gl"}
     ws["gl"] = torch.empty((n, H, tp // CHUNK, HEAD), dtype=torch.float32, device=dev)
@@ -227,16 +253,19 @@ def _prepare(q, k, v, g, beta, scale, initial_state, use_qk_l2norm, use_gate, A_
     o = torch.empty((n, tp, H, HEAD), dtype=torch.bfloat16, device=dev)
     ht = torch.empty((n, H, HEAD, K), dtype=torch.float32, device=dev)
     flat = lambda t: t.reshape(n * tp, H * HEAD)  # noqa: E731  [N, T, H, K] -> [N T, H K], no copy
-    intra = dict(q=flat(qp), k=flat(kp), v=flat(vp), g=flat(gp), beta=bp.transpose(1, 2).contiguous(), **ws)
-    return intra, dict(h0t=h0t, o=o.view(n, tp, H * HEAD), ht=ht, **ws), o, ht
+    intra_args = dict(q=flat(qp), k=flat(kp), v=flat(vp), g=flat(gp), beta=bp, **ws)
+    if use_gate:
+        intra_args["gate_rows"] = rows
+    intra = _intra(float(scale), gate_fn, g_dtype, bool(use_qk_l2norm), bool(use_beta_sigmoid))
+    return intra, intra_args, _chain(), dict(h0t=h0t, o=o.view(n, tp, H * HEAD), ht=ht, **ws), o, ht
 
 
 def _forward(q, k, v, g, beta, scale, initial_state, use_qk_l2norm, use_gate, A_log, dt_bias, lower_bound,
              use_beta_sigmoid, varlen, p):
     """(o [B, T, H, V] bf16, final state [N, H, K, V] f32) of checked arguments."""
-    intra_args, chain_args, o, ht = _prepare(q, k, v, g, beta, scale, initial_state, use_qk_l2norm, use_gate, A_log,
-                                             dt_bias, lower_bound, use_beta_sigmoid, varlen, p)
-    intra, chain = _runners(float(scale))
+    intra, intra_args, chain, chain_args, o, ht = _prepare(q, k, v, g, beta, scale, initial_state, use_qk_l2norm,
+                                                           use_gate, A_log, dt_bias, lower_bound, use_beta_sigmoid,
+                                                           varlen, p)
     intra(**intra_args)
     chain(**chain_args)
     return _unpad(o, p, varlen, q.shape[1]), ht.transpose(-1, -2)
@@ -247,14 +276,14 @@ def phases(q, k, v, g, beta, scale=None, initial_state=None, output_final_state=
            cu_seqlens=None, **kwargs):
     """chunk_kda's two kernels as zero-argument launches {"intra": f, "chain": f} on these inputs (the torch
     passes done once, up front), for timing each phase alone; "intra_args" holds the intra kernel's
-    arguments (to time another intra schedule on the same inputs)."""
+    arguments (the inputs as given: fla's options run inside it)."""
     p = check_arguments(q, k, v, g, beta, scale, initial_state, output_final_state, use_qk_l2norm_in_kernel, use_gate_in_kernel,
                         A_log, dt_bias, lower_bound, use_beta_sigmoid_in_kernel, cu_seqlens, kwargs)
     scale = q.shape[-1] ** -0.5 if scale is None else float(scale)
-    intra_args, chain_args, _, _ = _prepare(q, k, v, g, beta, scale, initial_state, use_qk_l2norm_in_kernel,
-                                            use_gate_in_kernel, A_log, dt_bias, lower_bound,
-                                            use_beta_sigmoid_in_kernel, cu_seqlens is not None, p)
-    intra, chain = _runners(scale)
+    intra, intra_args, chain, chain_args, _, _ = _prepare(q, k, v, g, beta, scale, initial_state,
+                                                          use_qk_l2norm_in_kernel, use_gate_in_kernel, A_log, dt_bias,
+                                                          lower_bound, use_beta_sigmoid_in_kernel,
+                                                          cu_seqlens is not None, p)
     return {"intra": lambda: intra(**intra_args), "chain": lambda: chain(**chain_args), "intra_args": intra_args}
 
 

@@ -82,6 +82,17 @@ def test_gate_formulas_are_flas():
     assert float(api.gate(100 * g.abs(), A_log, None, -5.0).min()) >= -5.0
 
 
+def test_gate_rows_are_the_kernels_form_and_a_raw_minus_inf_pads_to_a_zero_log_gate():
+    A_log, dt_bias = torch.randn(2), torch.randn(8)
+    fn, rows = api.gate_rows(A_log, dt_bias, -5.0, 2, "cpu", keys=4)
+    assert fn == "sigmoid" and rows.shape == (6, 4) and rows.dtype == torch.float32
+    torch.testing.assert_close(rows[2], torch.full((4,), -5.0))  # head 0's s is lower_bound
+    assert api.gate_rows(A_log, dt_bias, None, 2, "cpu", keys=4)[0] == "softplus"
+    pad = torch.full((1, 3, 2, 4), float("-inf"))
+    for lower_bound in (-5.0, None):  # the rows the API pads raw g with change nothing
+        assert torch.equal(api.gate(pad, A_log, dt_bias, lower_bound), torch.zeros(1, 3, 2, 4))
+
+
 def test_l2norm_is_flas():
     x = torch.randn(2, 5, 3, 128)
     want = x / torch.sqrt((x * x).sum(-1, keepdim=True) + 1e-6)

@@ -127,6 +127,8 @@ def correctness_cases():
         dict(B=1, lens=[64], H=1, state=True, mode="saturated"),  # every gate at lower_bound = -5
         dict(B=1, lens=[100, 64, 37, 300, 1], H=2, state=True, mode="fla"),  # varlen with tails and a 1-token sequence
         dict(B=1, lens=[256], H=2, state=True, mode="softplus"),  # the softplus gate (no lower_bound)
+        dict(B=1, lens=[150], H=2, state=True, mode="log_bf16"),  # precomputed gates and beta in bf16
+        dict(B=1, lens=[90, 200], H=2, state=False, mode="fla_f32"),  # raw gate inputs in fp32, varlen
     ]
 
 
@@ -139,7 +141,7 @@ def correctness_inputs(case, gen, dev="cuda"):
         kw.pop("cu_seqlens", None)
     if not case["state"]:
         kw["initial_state"] = None
-    if case["mode"] in ("log", "saturated"):
+    if case["mode"] in ("log", "saturated", "log_bf16"):
         kw.update(use_gate_in_kernel=False, A_log=None, dt_bias=None, use_beta_sigmoid_in_kernel=False,
                   use_qk_l2norm_in_kernel=False, lower_bound=None)
         kw["q"], kw["k"] = api.l2norm(kw["q"]), api.l2norm(kw["k"])
@@ -147,9 +149,25 @@ def correctness_inputs(case, gen, dev="cuda"):
         kw["g"] = torch.full(shape, LOWER_BOUND, device=dev) if case["mode"] == "saturated" else \
             LOWER_BOUND * torch.rand(shape, generator=gen, device=dev)
         kw["beta"] = torch.rand(shape[:3], generator=gen, device=dev)
+        if case["mode"] == "log_bf16":
+            kw["g"], kw["beta"] = kw["g"].bfloat16(), kw["beta"].bfloat16()
+    if case["mode"] == "fla_f32":
+        kw["g"] = kw["g"].float()
     if case["mode"] == "softplus":
         kw["lower_bound"] = None
     return kw
+
+
+def kernels():
+    """The IR kernels this benchmark and the GPU tests launch (the intra variant of each case's options, the
+    chain), to build ahead of time: python -m compiler.build.prebuild kernels.kda.bench:kernels --out prebuilt"""
+    from kernels.kda import schedules
+
+    variants = {(None, gd, False, False) for gd in ("f32", "bf16")}  # precomputed log-gates ("log", "log_bf16")
+    variants |= {(fn, "bf16", True, True) for fn in ("sigmoid", "softplus")}  # inputs(): FlashKDA's options
+    variants.add(("sigmoid", "f32", True, True))  # "fla_f32"
+    return [schedules.intra_sm90a(gate=fn, g_dtype=gd, l2norm=l2, beta_sigmoid=bs) for fn, gd, l2, bs in sorted(
+        variants, key=str)] + [schedules.chain_sm90a()]
 
 
 def _time(fn, kw):

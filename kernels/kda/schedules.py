@@ -37,6 +37,7 @@ SUB = 16  # tokens per sub-chunk: the span of an exponential's reference row
 HEAD = 128  # K = V: a multiple of the 64-column halves the fragments are built in
 HALF = 64
 CLAMP = 80.0  # nats: e^80 * 128 stays finite in fp32 and bf16; only masked entries reach it
+L2NORM_EPS = 1e-6  # fla's l2norm_fwd: x / sqrt(sum x^2 + eps)
 
 WORKSPACE = ("wneg", "ut", "pm", "qg", "kd", "gl")
 
@@ -65,14 +66,38 @@ def _workspace(kb, B, H, T, access):
     }
 
 
+def _variant(gate, g_dtype, l2norm, beta_sigmoid):
+    """The kernel name's suffix for fla's in-kernel options (none for the plain schedule)."""
+    parts = ([gate + "_gate"] if gate else []) + (["g" + g_dtype] if g_dtype != "f32" else []) + \
+        (["l2norm"] if l2norm else []) + (["beta_sigmoid"] if beta_sigmoid else [])
+    return "".join("_" + p for p in parts)
+
+
+def _fused_math(gate, l2norm, beta_sigmoid):
+    """The contract's words for fla's in-kernel options, ahead of the chunk matrices'."""
+    steps = (["q, k <- x rsqrt(sum x^2 + %g) per row" % L2NORM_EPS] if l2norm else []) + \
+        (["g <- s %s(m g + a) with (m, a, s) = gate_rows[3 h .. 3 h + 2]" % gate] if gate else []) + \
+        (["beta <- sigmoid(beta)"] if beta_sigmoid else [])
+    return "".join(x + "; " for x in steps)
+
+
 def _publish(r, wg):
     """Generic-proxy shared writes become visible to wgmma, across the warpgroup."""
     r.fence("proxy_async")
     r.named_sync(wg)
 
 
-def intra_sm90a(scale=HEAD**-0.5, name="kda_intra_sm90a"):
+def intra_sm90a(scale=HEAD**-0.5, gate=None, g_dtype="f32", l2norm=False, beta_sigmoid=False, name=None):
     """Phase 1: per (chunk, head, batch) the chunk's matrices (module docstring) into the workspace.
+
+    fla's in-kernel options run in the load phase, on the tiles the block reads anyway, so the
+    caller passes q, k, g and beta as the user gave them:
+    `l2norm` scales each row of q and k by rsqrt(sum x^2 + L2NORM_EPS) in shared memory (each
+    warpgroup sums whole rows, both halves, then rewrites its own half); `gate` ("sigmoid" or
+    "softplus") turns raw g (of `g_dtype`) into log-gates s f(m g + a) with the head's rows
+    (m, a, s) of `gate_rows` [H 3, K] (api.gate_rows: fla's formula with A_log, dt_bias and
+    lower_bound folded in), before the cumsum; a bf16 g lands in stage 1 of `skm`, free until
+    the second sub-chunk; `beta_sigmoid` takes beta as logits.
 
     Two consumer warpgroups split the key columns: warpgroup `wa` owns columns 0..63 and `wb`
     columns 64..127 of every gated tile. Each holds its half of the gate cumsum G in registers
@@ -83,10 +108,15 @@ def intra_sm90a(scale=HEAD**-0.5, name="kda_intra_sm90a"):
     inverts, qg, kd and W's and U's right operands of both halves, then W, U of its half. They
     meet at the 256-thread barrier `both` wherever one reads what the other wrote.
     """
-    kb = KernelBuilder(name, target="sm_90a")
+    if gate not in (None, "sigmoid", "softplus"):
+        raise ValueError("gate must be None, 'sigmoid' or 'softplus', got %r" % (gate,))
+    if g_dtype not in ("f32", "bf16"):
+        raise ValueError("g_dtype must be 'f32' or 'bf16', got %r" % (g_dtype,))
+    kb = KernelBuilder(name or "kda_intra_sm90a" + _variant(gate, g_dtype, l2norm, beta_sigmoid), target="sm_90a")
     B, H, T = _symbols(kb)
     _contract(
         kb,
+        _fused_math(gate, l2norm, beta_sigmoid) +
         "per (b, h, chunk c of 64 tokens) with G = cumsum(g) in the chunk, A = strict_lower(beta (k e^G)(k e^-G)^T),"
         " T = (I + A)^-1: wneg = -T (beta k e^G), ut = T (beta v), pm = lower(scale q e^G (k e^-G)^T),"
         " qg = scale q e^G, kd = k e^(G_last - G), gl = e^G_last",
@@ -94,8 +124,11 @@ def intra_sm90a(scale=HEAD**-0.5, name="kda_intra_sm90a"):
     q = kb.tensor("q", "bf16", [B * T, H * HEAD], doc="queries [B, T, H, K] as [B T, H K]")
     k = kb.tensor("k", "bf16", [B * T, H * HEAD], doc="keys [B, T, H, K] as [B T, H K]")
     v = kb.tensor("v", "bf16", [B * T, H * HEAD], doc="values [B, T, H, V] as [B T, H V]")
-    g = kb.tensor("g", "f32", [B * T, H * HEAD], doc="log-space decay gates [B, T, H, K] as [B T, H K]")
-    beta = kb.tensor("beta", "f32", [B, H, T], doc="write strengths, head-first")
+    g = kb.tensor("g", g_dtype, [B * T, H * HEAD],
+                  doc="%s [B, T, H, K] as [B T, H K]" % ("raw gate inputs" if gate else "log-space decay gates"))
+    beta = kb.tensor("beta", "f32", [B, H, T], doc="write %s, head-first" % ("logits" if beta_sigmoid else "strengths"))
+    if gate:
+        gate_rows = kb.tensor("gate_rows", "f32", [H * 3, HEAD], doc="per head the rows m, a, s of s f(m g + a)")
     ws = _workspace(kb, B, H, T, access="write")
     kb.grid(T // C, H, B)
 
@@ -110,7 +143,13 @@ def intra_sm90a(scale=HEAD**-0.5, name="kda_intra_sm90a"):
     sA = kb.shared("sA", "f32", [C, C])
     sT = kb.shared("sT", "bf16", [C, C], swizzle="128b")
     sgl = kb.shared("sgl", "f32", [1, HEAD])
-    in_bytes = C * HEAD * (2 * 3 + 4)
+    staged = g_dtype != "f32"  # g lands in skm's stage 1, then becomes f32 in sG
+    g_dst = skm[1] if staged else sG.all
+    loads = [(q, sq.all), (k, sk.all), (v, sv.all)]
+    in_bytes = kb.tile_bytes(sq, sk, sv, skm if staged else sG)
+    if gate:
+        sgate = kb.shared("sgate", "f32", [3, HEAD])
+        in_bytes += kb.tile_bytes(sgate)
     full = kb.mbarrier("full", arrivals=1, tx_bytes=in_bytes)
     both = kb.named_barrier("both", threads=256)
     c, h, b = block.x, block.y, block.z
@@ -121,8 +160,11 @@ def intra_sm90a(scale=HEAD**-0.5, name="kda_intra_sm90a"):
         init_barriers(r, full)
         with r.if_((r.warp == 0) & r.elected):
             r.expect_tx(full[0], in_bytes)
-            for src, dst in ((q, sq), (k, sk), (v, sv), (g, sG)):
-                r.tma_load(src[row0, h * HEAD], dst.all, full[0])
+            for src, dst in loads:
+                r.tma_load(src[row0, h * HEAD], dst, full[0])
+            r.tma_load(g[row0, h * HEAD], g_dst, full[0])
+            if gate:
+                r.tma_load(gate_rows[h * 3, 0], sgate.all, full[0])
 
     def half(t, hc, stage=None):
         return t.tile(stage=stage, window=[(0, C), (hc, HALF)])
@@ -137,7 +179,7 @@ def intra_sm90a(scale=HEAD**-0.5, name="kda_intra_sm90a"):
         frags = [kb.registers("%s_%s" % (n, role), "f32", [C, HALF], layout="wgmma_acc", owner=role)
                  for n in ("G", "K", "X", "Y", "acc", "out")]
         rows = [kb.registers("%s_%s" % (n, role), "f32", [C], layout="wgmma_rows", owner=role)
-                for n in ("beta", "mask")]
+                for n in ("beta", "mask") + (("nq", "nk") if l2norm else ())]
         return frags, rows, kb.named_barrier("wg_%s" % role, threads=128)
 
     def gated(r, Y, dst, src, *factors):
@@ -146,13 +188,50 @@ def intra_sm90a(scale=HEAD**-0.5, name="kda_intra_sm90a"):
             r.ew("mul", Y.all, Y.all, f)
         r.copy(Y.all, dst)
 
-    def start(r, beta_r, G, K, wg, hc):
-        """Meet the init, wait for the inputs, read beta; the cumsum of this half's gate columns in
-        place, then that half and this half of k into registers."""
+    def row_norms(r, X, own, norms, hc):
+        """rsqrt(sum x^2 + eps) of every row of sq and of sk into the rows fragments: this half from
+        `own` (its values in registers), the other half read from shared."""
+        for t, mine, n in zip((sq, sk), own, norms):
+            r.ew("mul", X.all, mine.all, mine.all)
+            r.reduce("sum", X.all, n.all, 1, "lanes")
+            r.copy(half(t, HALF - hc), X.all)
+            r.ew("mul", X.all, X.all, X.all)
+            r.reduce("sum", X.all, n.all, 1, "lanes", accumulate=True)
+            r.ew("add", n.all, n.all, L2NORM_EPS)
+            r.ew("rsqrt", n.all, n.all)
+
+    def log_gates(r, X, wg, hc):
+        """This half of sG: the log-gates from the raw (or bf16-staged) g, before the cumsum."""
+        r.copy(half(skm, hc, 1) if staged else half(sG, hc), X.all)
+        if not staged:
+            r.named_sync(wg)  # every read of this half of sG before it is rewritten in place
+        if gate:
+            r.ew("fma", X.all, X.all, sgate.tile(window=[(0, 1), (hc, HALF)]), sgate.tile(window=[(1, 1), (hc, HALF)]))
+            r.ew(gate, X.all, X.all)
+            r.ew("mul", X.all, X.all, sgate.tile(window=[(2, 1), (hc, HALF)]))
+        r.copy(X.all, half(sG, hc))
+        r.named_sync(wg)  # before the scan reads them column by column
+
+    def start(r, beta_r, G, K, X, Y, norms, wg, hc):
+        """Meet the init, wait for the inputs, read beta; fla's options (the docstring); the cumsum of this
+        half's gate columns in place, then that half and this half of k into registers."""
         r.block_sync()
         r.wait(full[0], phase=0)
         r.copy(beta[b, h, c * C], beta_r.all)
+        if beta_sigmoid:
+            r.ew("sigmoid", beta_r.all, beta_r.all)
         r.copy(half(sk, hc), K.all)
+        if l2norm:  # q's half in Y, k's in K; both warpgroups read whole rows before either rewrites its half
+            nq, nk = norms
+            r.copy(half(sq, hc), Y.all)
+            row_norms(r, X, (Y, K), norms, hc)
+            r.named_sync(both)
+            r.ew("mul", Y.all, Y.all, nq.all)
+            r.copy(Y.all, half(sq, hc))
+            r.ew("mul", K.all, K.all, nk.all)
+            r.copy(K.all, half(sk, hc))  # wb reads wa's half of k from shared (outputs)
+        if gate or staged:
+            log_gates(r, X, wg, hc)
         r.scan(half(sG, hc), half(sG, hc), 0, "role")
         r.named_sync(wg)
         r.copy(half(sG, hc), G.all)
@@ -213,11 +292,11 @@ def intra_sm90a(scale=HEAD**-0.5, name="kda_intra_sm90a"):
         r.copy(w.all, ws["wneg"][b, h, c * C, hc])
         r.copy(u.all, ws["ut"][b, h, c * C, hc])
 
-    (Ga, Ka, Xa, Ya, acc_a, out_a), (beta_a, mask_a), wg_a = consumer("wa")  # acc: A, then T, then U
-    (Gb, Kb, Xb, Yb, acc_b, out_b), (beta_b, mask_b), wg_b = consumer("wb")  # acc: P, then U
+    (Ga, Ka, Xa, Ya, acc_a, out_a), (beta_a, mask_a, *norms_a), wg_a = consumer("wa")  # acc: A, then T, then U
+    (Gb, Kb, Xb, Yb, acc_b, out_b), (beta_b, mask_b, *norms_b), wg_b = consumer("wb")  # acc: P, then U
 
     with kb.role("wa", "consumer", warpgroups=1, registers=consumer_regs) as r:
-        start(r, beta_a, Ga, Ka, wg_a, 0)
+        start(r, beta_a, Ga, Ka, Xa, Ya, norms_a, wg_a, 0)
         products(r, Ga, Ka, Xa, Ya, acc_a, mask_a, skp, 0)
         # A = beta (products); the inverse reads only its strictly lower part.
         r.ew("mul", acc_a.all, acc_a.all, beta_a.all)
@@ -232,7 +311,7 @@ def intra_sm90a(scale=HEAD**-0.5, name="kda_intra_sm90a"):
         r.copy(sgl.all, ws["gl"][b, h, c, 0])
 
     with kb.role("wb", "consumer", warpgroups=1, registers=consumer_regs) as r:
-        start(r, beta_b, Gb, Kb, wg_b, HALF)
+        start(r, beta_b, Gb, Kb, Xb, Yb, norms_b, wg_b, HALF)
         products(r, Gb, Kb, Xb, Yb, acc_b, mask_b, sqp, HALF)
         r.ew("le", Xb.all, coord(1), coord(0))
         r.ew("mul", acc_b.all, acc_b.all, Xb.all)

@@ -66,3 +66,43 @@ def test_intra_phase_lowers_its_inverse_blocked_and_its_cumsum_per_column():
     source = lower(schedules.intra_sm90a()).source
     assert "diagonal blocks inverted" in source
     assert source.count("for (int l = cake_thread; l < 64; l += 128)") == 2  # each warpgroup scans half the columns
+
+
+FLA = dict(gate="sigmoid", g_dtype="bf16", l2norm=True, beta_sigmoid=True)  # FlashKDA's options, bf16 raw g
+
+
+@pytest.mark.parametrize("options", [FLA, dict(FLA, gate="softplus"), dict(gate="sigmoid"), dict(g_dtype="bf16"),
+                                     dict(l2norm=True), dict(beta_sigmoid=True)])
+def test_fused_options_verify_without_findings_and_fit(options):
+    k = schedules.intra_sm90a(**options)
+    assert [verify.format_diagnostic(d) for d in verify.verify(k)] == []
+    assert layout(k).requested <= 232448
+
+
+def test_fused_options_run_in_the_load_phase_before_the_cumsum():
+    k = schedules.intra_sm90a(**FLA)
+    assert k.name == "kda_intra_sm90a_sigmoid_gate_gbf16_l2norm_beta_sigmoid"
+    loads = [(t.src.param, t.dst.region, t.dst.stage.int) for t in _ops(k, "tma_load")]
+    assert loads[3:] == [("g", "skm", 1), ("gate_rows", "sgate", 0)]  # bf16 g staged in a tile free until then
+    full = next(b for b in k.barriers if b.name == "full")
+    assert full.tx_bytes == 64 * 128 * 2 * 4 + 3 * 128 * 4  # q, k, v, g in bf16 and the gate rows
+    for role in k.roles[1:]:
+        kinds = [op.WhichOneof("kind") for op in role.body]
+        ew = [ir_pb2.ElementwiseOp.Name(op.elementwise.op)[len("ELEMENTWISE_OP_"):] for op in role.body if op.WhichOneof("kind") == "elementwise"]
+        # beta's sigmoid; two row sums per norm (this half, the other half), then the gate s f(m g + a), then the cumsum
+        assert ew[:1] == ["SIGMOID"] and kinds.count("reduce") == 4
+        assert ew[ew.index("FMA"):ew.index("FMA") + 3] == ["FMA", "SIGMOID", "MUL"]
+        assert kinds.index("scan") > max(i for i, kd in enumerate(kinds) if kd == "reduce")
+
+
+def test_plain_schedule_is_unchanged_by_the_options_machinery():
+    k = schedules.intra_sm90a()
+    assert k.name == "kda_intra_sm90a" and "gate_rows" not in [p.name for p in k.params]
+    assert not [r for r in k.regions if r.name in ("sgate", "nq_wa")]
+
+
+def test_unknown_options_are_value_errors():
+    with pytest.raises(ValueError, match="^gate must be"):
+        schedules.intra_sm90a(gate="relu")
+    with pytest.raises(ValueError, match="^g_dtype must be"):
+        schedules.intra_sm90a(g_dtype="f16")
