@@ -336,13 +336,16 @@ def check_all(shapes, workers, deadline, dry=False, log=print):
     done = {}
     pool = ctx.Pool(workers)
     try:  # in drawn order: the few largest shapes' inputs and references never all share the GPU's memory at once
-        for i, checks, seconds in pool.imap_unordered(_check_worker, [(i, s, dry) for i, s in enumerate(shapes)]):
+        results = pool.imap_unordered(_check_worker, [(i, s, dry) for i, s in enumerate(shapes)])
+        while len(done) < len(shapes):
+            try:  # a hung check holds its worker, not the run: waiting ends at the deadline
+                i, checks, _ = results.next(timeout=max(0.1, deadline - time.time()))
+            except multiprocessing.TimeoutError:
+                log("check deadline: %d of %d shapes checked" % (len(done), len(shapes)))
+                break
             done[i] = checks
             if len(done) % 50 == 0 or len(done) == len(shapes):
                 log("checked %d of %d shapes" % (len(done), len(shapes)))
-            if time.time() > deadline:
-                log("check deadline: %d of %d shapes checked" % (len(done), len(shapes)))
-                break
     finally:
         pool.terminate()
         pool.join()
