@@ -24,11 +24,15 @@ One run on the device, in this order:
    KnnIndex.search (its dispatcher), flashlib's flash_knn (L2; cosine through normalised rows,
    which fails its recall check; it has no inner product) as bench.py times them.
 A speedup counts where both implementations passed the check and their timed outputs verified.
-The result file (the shared layout: benchmarks/results) is rewritten after every timed shape, so a
-run stopped at --deadline-s keeps what it measured; shapes it did not reach are counted as such.
+The result file (the shared layout: benchmarks/results) is rewritten every 10 s of timing, so a run
+stopped at --deadline-s keeps what it measured; shapes it did not reach are counted as such.
+`--resume EARLIER.json` checks and times only the drawn shapes an earlier run did not reach (its
+record and host cost are kept beside this run's; `tiny_parts` then splits the tiny shape's call into
+its pieces), and `--diagnose-s` then spends that long on where the rows below 1.0x spend their time
+(`slow_rows`).
 
     python3 -m kernels.knn.bench_dispatch --out FILE [--shapes 400] [--deadline-s 300] [--check-workers 10]
-                                          [--wait-for FILE] [--build-only] [--dry-run]
+                                          [--wait-for FILE] [--resume FILE] [--diagnose-s S] [--build-only] [--dry-run]
 
 --dry-run runs the same plumbing on the CPU with stand-ins for the GPU work (a rehearsal).
 """
@@ -234,6 +238,74 @@ def tiny_diagnosis():
     return out
 
 
+def tiny_parts():
+    """The tiny shape's per-call path in pieces: the device time per replay of a CUDA graph of its score kernel
+    alone and of its merge alone, and the host time to issue one launch (the merge's) and to allocate the two
+    outputs, each from an idle GPU."""
+    import torch
+
+    from kernels.knn import api, dispatch
+    from runtime.fast_launch import raw_stream
+
+    q, x = _tiny_inputs(torch)
+    k = TINY["k"]
+    index = api.KnnIndex(x)
+    index.search(q, k)
+    call = dispatch.prepared_call(q[None], index._db, k, False, torch.int32)
+    dist = torch.empty((1, TINY["Q"], k), dtype=torch.float32, device="cuda")
+    idx = torch.empty((1, TINY["Q"], k), dtype=torch.int32, device="cuda")
+    score = lambda: call.score.launch.launch_on(call.score.prepared, raw_stream(0))  # noqa: E731
+    merge = lambda: call.merge.launch_on(call.merge_prepared, raw_stream(0), dist.data_ptr(), idx.data_ptr())  # noqa: E731
+    outputs = lambda: (torch.empty((1, TINY["Q"], k), dtype=torch.float32, device="cuda"),  # noqa: E731
+                       torch.empty((1, TINY["Q"], k), dtype=torch.int32, device="cuda"))
+    out = {"score kernel graph_replay_us": _graph_us(score, torch), "merge graph_replay_us": _graph_us(merge, torch),
+           "score then merge graph_replay_us": _graph_us(lambda: (score(), merge()), torch),
+           "merge enqueue_us": _enqueue_us(merge, torch), "two outputs enqueue_us": _enqueue_us(outputs, torch),
+           "plan": str(call.plan)}
+    print("tiny parts: %s" % out, file=sys.stderr, flush=True)
+    return out
+
+
+def slow_rows(rows, deadline, most=12):
+    """Where the time of the rows below 1.0x flashlib goes (slowest first, until `deadline`): each kernel's device
+    time (torch.profiler) and ms per call back to back of KnnIndex.search, and of the exact torch path on the same
+    inputs (kernels/knn/torch_path.py) as the alternative a dispatch rule could pick."""
+    import torch
+
+    from kernels.knn import api, breakdown, dispatch, torch_path
+    from kernels.knn import rows as knn_rows
+
+    slow = sorted((r for r in rows if r["impls"].get("cake", {}).get("speedup_vs_flashlib", 2) < 1.0),
+                  key=lambda r: r["impls"]["cake"]["speedup_vs_flashlib"])
+    out = []
+    for r in slow[:most]:
+        if time.time() > deadline:
+            break
+        s = r["shape"]
+        g = torch.Generator(device="cuda").manual_seed(SEED)
+        dt = getattr(torch, s["dtype"])
+        x = torch.randn(s["B"], s["M"], s["D"], device="cuda", generator=g).to(dt)
+        q = torch.randn(s["B"], s["Q"], s["D"], device="cuda", generator=g).to(dt)
+        index = api.KnnIndex(x, metric=s["metric"])
+        dist = torch.empty((s["B"], s["Q"], s["k"]), dtype=torch.float32, device="cuda")
+        idx = torch.empty((s["B"], s["Q"], s["k"]), dtype=torch.int32, device="cuda")
+        q_rows = knn_rows.rescoring_rows(q)
+        entry = {"shape": s, "flashlib_ms": r["impls"]["flashlib"]["median_ms"], "cake_ms": r["impls"]["cake"]["median_ms"]}
+        try:
+            search = lambda: index.search(q, s["k"])  # noqa: E731
+            entry["cake_kernels_us"] = breakdown._kernels(search, torch)
+            entry["cake_back_to_back_ms"] = dispatch.time_search(search, 3)
+            entry["torch_path_back_to_back_ms"] = dispatch.time_search(
+                lambda: torch_path.search_into(q_rows, index._db, s["k"], False, dist, idx), 3)
+        except Exception as e:  # noqa: BLE001
+            entry["error"] = "%s: %s" % (type(e).__name__, str(e)[:300])
+        out.append(entry)
+        print("slow row %s" % entry, file=sys.stderr, flush=True)
+        del x, q, index, dist, idx, q_rows
+        torch.cuda.empty_cache()
+    return out
+
+
 def timing_config(shape):
     """Fewer reps (and one input set) as a shape's work grows: its spread shrinks, and its inputs and reference take
     most of a shape's time (the validation's throughput)."""
@@ -373,6 +445,9 @@ def main():
     ap.add_argument("--wait-for", default=None, help="a file whose existence says the GPU is otherwise idle")
     ap.add_argument("--wait-max-s", type=float, default=170, help="seconds from the start: stop waiting for it")
     ap.add_argument("--notes", default="", help="how the run was made (into the machine record)")
+    ap.add_argument("--resume", default=None, help="an earlier run's result file: its timed rows are kept, the drawn "
+                    "shapes it lacks are checked and timed here, and the file written holds both")
+    ap.add_argument("--diagnose-s", type=float, default=0, help="seconds for slow_rows after the timing (0: none)")
     ap.add_argument("--build-only", action="store_true", help="build the drawn shapes' kernels, measure nothing")
     ap.add_argument("--dry-run", action="store_true", help="the plumbing on the CPU, with stand-ins for the GPU work")
     args = ap.parse_args()
@@ -387,8 +462,12 @@ def main():
         failed = bench.build_all(shapes + [dict(TINY)], args.workers)
         print(json.dumps({"seconds": time.time() - t0, "failed": failed}), flush=True)
         return
-    checks = check_all(shapes, args.check_workers, start + args.check_deadline_s, args.dry_run, log)
-    log("checks done: %d of %d shapes" % (len(checks), len(shapes)))
+    earlier = json.load(open(args.resume)) if args.resume else {"machine": None, "search": []}
+    kept = {_key(r["shape"]): r for r in earlier["search"]}
+    todo = [i for i, s in enumerate(shapes) if _key(s) not in kept]
+    found = check_all([shapes[i] for i in todo], args.check_workers, start + args.check_deadline_s, args.dry_run, log)
+    checks = {todo[j]: c for j, c in found.items()}
+    log("checks done: %d of the %d shapes to time" % (len(checks), len(todo)))
     waited = wait_for(args.wait_for, start + args.wait_max_s, log)
     if args.dry_run:
         record = {"dry_run": True, "notes": args.notes}
@@ -397,33 +476,53 @@ def main():
         from runtime import environment
 
         record = dict(environment.machine_record(), notes=args.notes, gpu_otherwise_idle=waited)
-        record["host_cost"] = host_cost()
-        log("host cost: %s" % json.dumps(record["host_cost"]))
-        record["tiny_diagnosis"] = tiny_diagnosis()
+        if earlier["machine"] is None:
+            record["host_cost"] = host_cost()
+            log("host cost: %s" % json.dumps(record["host_cost"]))
+            record["tiny_diagnosis"] = tiny_diagnosis()
+        else:
+            record["tiny_parts"] = tiny_parts()
         env, timer = environment.collect(0), time_shape
     record["checked_in_parallel"] = {"workers": args.check_workers, "shapes": len(checks)}
-    rows = []
-    _write(args.out, rows, record, shapes, checks)
-    written = time.time()
-    for i, shape in enumerate(shapes):
+    if earlier["machine"] is not None:  # one file of both runs: the earlier's record (and host cost) beside this one's
+        moved = ("host_cost", "tiny_diagnosis")
+        prior = {n: v for n, v in earlier["machine"].items() if n not in ("summary", "shapes_drawn") + moved}
+        record = dict({n: earlier["machine"][n] for n in moved if n in earlier["machine"]}, **record, earlier_run=prior)
+    fresh = []
+    written = 0.0
+    for i in todo:
         if time.time() - start > args.deadline_s:
-            log("deadline: %d of %d shapes timed" % (len(rows), len(shapes)))
+            log("deadline: %d of %d shapes timed" % (len(fresh), len(todo)))
             break
         if i not in checks:
             continue
-        if not args.dry_run and len(rows) % 50 == 49:
+        if not args.dry_run and len(fresh) % 50 == 49:
             env = environment.collect(0)
-        row = {"shape": shape, "impls": timer(shape, checks[i], env)}
+        row = {"shape": shapes[i], "impls": timer(shapes[i], checks[i], env)}
         if env:
             row["environment"] = env
-        rows.append(row)
-        log("%d %s: %s" % (i, bench._short(shape), {n: round(e.get("median_ms", 0), 4) or e["check"]["message"][:120]
-                                                    for n, e in row["impls"].items()}))
+        fresh.append(row)
+        log("%d %s: %s" % (i, bench._short(shapes[i]), {n: round(e.get("median_ms", 0), 4) or e["check"]["message"][:120]
+                                                        for n, e in row["impls"].items()}))
         if time.time() - written > 10:  # the file grows with the rows: rewritten every 10 s, not every shape
-            _write(args.out, rows, record, shapes, checks)
+            _write(args.out, _in_drawn_order(shapes, kept, fresh), record, shapes, checks)
             written = time.time()
+    rows = _in_drawn_order(shapes, kept, fresh)
     _write(args.out, rows, record, shapes, checks)
-    log("%d shapes timed of %d drawn" % (len(rows), len(shapes)))
+    log("%d shapes timed here, %d of %d drawn in all" % (len(fresh), len(rows), len(shapes)))
+    if not args.dry_run and args.diagnose_s > 0:
+        record["below_1x_diagnosis"] = slow_rows(rows, time.time() + args.diagnose_s)
+        _write(args.out, rows, record, shapes, checks)
+
+
+def _key(shape):
+    return json.dumps(shape, sort_keys=True)
+
+
+def _in_drawn_order(shapes, kept, fresh):
+    """The earlier run's rows and this run's, in the order the shapes were drawn."""
+    by_key = dict(kept, **{_key(r["shape"]): r for r in fresh})
+    return [by_key[_key(s)] for s in shapes if _key(s) in by_key]
 
 
 def _counts(row_impls):
@@ -463,8 +562,8 @@ def _write(path, rows, record, shapes, checks):
                                                                      len(narrow)),
                  "wide k (k > %d)" % planner.MAX_K: summary([r for r in rows if r["shape"]["k"] > planner.MAX_K],
                                                             len(shapes) - len(narrow))}
-    timed = {json.dumps(r["shape"], sort_keys=True) for r in rows}
-    unreached = [dict(shape=s, impls=checks.get(i, {})) for i, s in enumerate(shapes) if json.dumps(s, sort_keys=True) not in timed]
+    timed = {_key(r["shape"]) for r in rows}
+    unreached = [dict(shape=s, impls=checks.get(i, {})) for i, s in enumerate(shapes) if _key(s) not in timed]
     with open(path, "w") as f:
         json.dump({"machine": dict(record, shapes_drawn=len(shapes), summary=summaries), "search": rows,
                    "not_timed": unreached}, f, indent=1, default=str)

@@ -59,3 +59,11 @@ def test_a_speedup_counts_only_where_both_passed_and_their_timed_outputs_verifie
     assert (s["shapes_drawn"], s["shapes_timed"], s["not_reached"], s["cake_timed_outputs_failed"]) == (6, 5, 1, 1)
     assert out["machine"]["summary"]["wide k (k > 32)"]["shapes_timed"] == 1
     assert [r["shape"]["Q"] for r in out["not_timed"]] == [6]
+
+
+def test_a_resumed_run_keeps_the_earlier_rows_in_drawn_order():
+    shapes = bench_dispatch.validation_shapes(4)
+    kept = {bench_dispatch._key(s): {"shape": s, "run": 1} for s in (shapes[3], shapes[0])}
+    fresh = [{"shape": shapes[2], "run": 2}]
+    rows = bench_dispatch._in_drawn_order(shapes, kept, fresh)
+    assert [(r["shape"], r["run"]) for r in rows] == [(shapes[0], 1), (shapes[2], 2), (shapes[3], 1)]
