@@ -481,7 +481,10 @@ def main():
             log("host cost: %s" % json.dumps(record["host_cost"]))
             record["tiny_diagnosis"] = tiny_diagnosis()
         else:
-            record["tiny_parts"] = tiny_parts()
+            try:
+                record["tiny_parts"] = tiny_parts()
+            except Exception as e:  # noqa: BLE001  (a diagnosis that fails costs only itself)
+                record["tiny_parts"] = {"error": "%s: %s" % (type(e).__name__, str(e)[:300])}
         env, timer = environment.collect(0), time_shape
     record["checked_in_parallel"] = {"workers": args.check_workers, "shapes": len(checks)}
     if earlier["machine"] is not None:  # one file of both runs: the earlier's record (and host cost) beside this one's
@@ -511,7 +514,10 @@ def main():
     _write(args.out, rows, record, shapes, checks)
     log("%d shapes timed here, %d of %d drawn in all" % (len(fresh), len(rows), len(shapes)))
     if not args.dry_run and args.diagnose_s > 0:
-        record["below_1x_diagnosis"] = slow_rows(rows, time.time() + args.diagnose_s)
+        try:
+            record["below_1x_diagnosis"] = slow_rows(rows, time.time() + args.diagnose_s)
+        except Exception as e:  # noqa: BLE001
+            record["below_1x_diagnosis"] = {"error": "%s: %s" % (type(e).__name__, str(e)[:300])}
         _write(args.out, rows, record, shapes, checks)
 
 
