@@ -268,6 +268,26 @@ def child(name, shapes, reps, variants, seed, torch_sweep):
         print("RESULT " + json.dumps(row, default=str), flush=True)
 
 
+def shape_kernels(shape, picker=None):
+    """The (builder, parameters) pairs of the kernels cake runs at a bench shape: the wide-k path's past the register
+    lists; with `picker` (a dispatch.Picker) the variant it picks for the shape's bucket, so a machine without the
+    GPU can list what the dispatcher runs on the device that picker's tuning databases were measured on."""
+    import torch
+
+    from kernels.knn import api, dispatch, widek
+    from kernels.knn import plan as planner
+
+    dtype = getattr(torch, shape.get("dtype", "bfloat16"))
+    sizes = (shape["B"], shape["Q"], shape["M"], shape["D"], shape["k"], api.METRICS[shape.get("metric", "l2")])
+    if shape["k"] > planner.MAX_K:
+        return widek.kernels_for(*sizes, dtype=dtype)
+    config = None
+    if picker is not None:
+        v, _ = picker.pick(*sizes[:3], dispatch.rank_shape(shape["D"], dtype)[0], shape["k"])
+        config = v.name if v is not None else None
+    return dispatch.kernels_for(*sizes, dtype=dtype, config=config)
+
+
 def build_all(shapes, workers, variant_shapes=()):
     """Build every kernel the cake rows run (and every variant's at `variant_shapes`), in parallel; returns the
     failures."""
@@ -277,11 +297,10 @@ def build_all(shapes, workers, variant_shapes=()):
 
     todo = set()
     for shape in shapes:
-        dtype = getattr(torch, shape.get("dtype", "bfloat16"))
-        metric = api.METRICS[shape.get("metric", "l2")]
-        sizes = (shape["B"], shape["Q"], shape["M"], shape["D"], shape["k"], metric)
-        todo.update(dispatch.kernels_for(*sizes, dtype=dtype))
+        todo.update(shape_kernels(shape))
         if shape in variant_shapes:
+            dtype = getattr(torch, shape.get("dtype", "bfloat16"))
+            sizes = (shape["B"], shape["Q"], shape["M"], shape["D"], shape["k"], api.METRICS[shape.get("metric", "l2")])
             for v in variant_plans(shape).values():
                 todo.update(dispatch.kernels_for(*sizes, dtype=dtype, config=v))
     with concurrent.futures.ProcessPoolExecutor(workers) as pool:
