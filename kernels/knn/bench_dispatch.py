@@ -114,7 +114,7 @@ def drawn_kernels(count=400):
 
     from compiler.ir.hashing import ir_hash
     from kernels.knn import dispatch, schedules
-    from kernels.knn import select as wide
+    from kernels.knn import wide_select as wide
 
     pick = tuned_picker()
     todo = set()

@@ -35,7 +35,7 @@ from compiler.verify import has_errors, verify
 from kernels.knn import plan as planner
 from kernels.knn import rows as knn_rows
 from kernels.knn import schedules, torch_path, variants
-from kernels.knn import select as wide
+from kernels.knn import wide_select as wide
 from runtime.compiled import CompiledKernelRunner
 from runtime.fast_launch import FastLaunch, raw_stream
 from runtime.shape_domain import Domain
@@ -61,7 +61,7 @@ def compiled(builder, params):
     A kernel is verified before nvcc builds it (a schedule the planner got wrong must not reach the
     GPU, where a broken protocol hangs); a compile-cache hit was verified when it was built.
     """
-    kernel = getattr(schedules, builder, None) or getattr(wide, builder)  # k <= 32, or wide k (select.py)
+    kernel = getattr(schedules, builder, None) or getattr(wide, builder)  # k <= 32, or wide k (wide_select.py)
     kernel = kernel(**dict(params))
     found = prebuilt.find(kernel)  # a prebuilt store on the search path (compiler/build/prebuilt.py): no nvcc
     if found is not None:
@@ -385,7 +385,7 @@ class _Score:
 
 class RoundingSlack:
     """A sampled k-th score of each query loosened by what rounding in another summation order could change it by
-    (select.rounding_slack: a |q| |x| + b |x|^2, or a |q| for cosine), toward the metric's worse side; the
+    (wide_select.rounding_slack: a |q| |x| + b |x|^2, or a |q| for cosine), toward the metric's worse side; the
     seeding bound of both the k <= 32 path (Call) and the wide-k one (widek.WideCall). Its buffers stay put, so
     a CUDA graph can capture `loosen`."""
 

@@ -186,7 +186,7 @@ def recall(idx, ref_idx):
 def union_bound(part_v, k, metric="l2"):
     """[B, Q]: the k-th best entry of the union of each query's partial lists part_v [B, P, Q, k'] (the worst score
     when they hold fewer than k entries). Entries of disjoint lists name distinct rows, so at least k rows of the
-    database score at least that well: a bound on the k-th score (the wide-k path's seeding, kernels/knn/select.py)."""
+    database score at least that well: a bound on the k-th score (the wide-k path's seeding, kernels/knn/wide_select.py)."""
     best_large = largest(metric)
     b, p, nq, kk = part_v.shape
     union = part_v.permute(0, 2, 1, 3).reshape(b, nq, p * kk)

@@ -123,7 +123,7 @@ def _score_inputs(kb, d, metric, dtype, minima=0, declare=None):
 
 
 def _collect_contract(kb, d, metric, exclude_self, dtype):
-    """A filter kernel's symbols and params (kernels/knn/select.py): the score kernels' inputs, a bound per query,
+    """A filter kernel's symbols and params (kernels/knn/wide_select.py): the score kernels' inputs, a bound per query,
     and the candidate buffers it appends to; returns (B, Q, M, D, S, T, q, x, col, cand_v, cand_i, count, bound)."""
     best = "smaller" if not largest(metric) else "larger"
     score = {"l2": "x_sq[b, j] - 2 q.x", "ip": "q.x", "cos": "q.x * x_inv[b, j]"}[metric]
@@ -211,7 +211,7 @@ def rows_sm90a(d=128, dk=None, block_n=64, stages=5, q_stages=2, row_groups=4, i
     the rare group holding two of the k best. It scores the first S * T * block_n rows, which
     must lie within the database (no zero-filled row enters a best), and excludes no row.
 
-    `collect` is the filter form of a wide-k search (kernels/knn/select.py): no lists; every candidate
+    `collect` is the filter form of a wide-k search (kernels/knn/wide_select.py): no lists; every candidate
     that beats its query's bound is appended to the query's candidate buffer (TopKCollect), k unused.
     """
     _check(metric, k, dtype)

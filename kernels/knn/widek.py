@@ -1,4 +1,4 @@
-"""How a wide-k search (33 <= k <= 256) runs: the seeding pass, the filter, the select (kernels/knn/select.py).
+"""How a wide-k search (33 <= k <= 256) runs: the seeding pass, the filter, the select (kernels/knn/wide_select.py).
 
 `WideCall` holds one search's prepared launches and buffers, kept in the database's calls like the
 k <= 32 path's (kernels/knn/dispatch.py), so a repeated search costs its launches, a few torch ops for
@@ -11,7 +11,7 @@ import torch
 from kernels.knn import dispatch
 from kernels.knn import plan as planner
 from kernels.knn import rows as knn_rows
-from kernels.knn import schedules, select, torch_path
+from kernels.knn import schedules, torch_path, wide_select
 
 FILTER_K = 8  # the filter keeps no lists: it is planned as the smallest lists' kernel (whatever fits those fits it)
 MAX_BUFFER_BYTES = 8 << 30  # candidate buffers (8 bytes a slot) of one search: past it, the torch path
@@ -30,17 +30,17 @@ def seed_plan(b, q, m, d, k, sms):
     """(Plan, rows covered) of the seeding pass: the minima form over at most the first M / SAMPLE rows, with enough
     partial lists that their union holds SEED_ENTRIES_PER_K (k + 1) entries (the planner's own split, or more
     ranges of fewer tiles); (None, 0) when no sample is large enough."""
-    rows = select.sample_rows(m, k)
+    rows = wide_select.sample_rows(m, k)
     if not rows:
         return None, 0
-    p = planner.plan(b, q, rows, d, select.SEED_K, layout="rows", sms=sms, rows=planner.SEED_ROWS, minima=True)
+    p = planner.plan(b, q, rows, d, wide_select.SEED_K, layout="rows", sms=sms, rows=planner.SEED_ROWS, minima=True)
     inter, bn = p.kwargs["interleave"], p.kwargs["block_n"]
-    need = -(-select.SEED_ENTRIES_PER_K * (k + 1) // select.SEED_K)
+    need = -(-wide_select.SEED_ENTRIES_PER_K * (k + 1) // wide_select.SEED_K)
     if p.lists < need:
         tiles = rows // bn
         t = max(inter, tiles // -(-need // inter) // inter * inter)
         s = tiles // t
-        if s * inter * select.SEED_K < k + 1:
+        if s * inter * wide_select.SEED_K < k + 1:
             return None, 0
         lists = s * inter
         p = planner.Plan(p.layout, p.params, s, t, lists, lists if lists == 1 else -(-lists // 32) * 32)
@@ -51,7 +51,7 @@ def plans(b, q, m, d, k, sms):
     """(seed plan or None, rows it covers, filter plan, buffer slots per query)."""
     fp = planner.plan(b, q, m, d, FILTER_K, layout="rows", sms=sms, seeded=True)
     sp, covered = seed_plan(b, q, m, d, k, sms)
-    return sp, covered, fp, select.capacity(k, None if sp is not None else m)
+    return sp, covered, fp, wide_select.capacity(k, None if sp is not None else m)
 
 
 def kernels_for(b, q, m, d, k, metric="l2", exclude_self=False, dtype=torch.bfloat16, index_dtype=torch.int32,
@@ -78,11 +78,11 @@ class WideCall:
         sp, self.sample, fp, cap = plans(b, nq, m, d, k, planner.device_sms(self.device_index))
         self.kth = k + 1 if exclude_self else k  # the seeding pass excludes no row: a query's own may be among them
         self.largest = schedules.largest(db.metric)
-        worst = select.worst(db.metric)
+        worst = wide_select.worst(db.metric)
         self.bound = torch.full((b, nq), worst, dtype=torch.float32, device=dev)
         self.seed = None
         if sp is not None:
-            self.seed = dispatch._Score(sp, q_rank, db.rank, db.col, select.SEED_K, db.metric, False)
+            self.seed = dispatch._Score(sp, q_rank, db.rank, db.col, wide_select.SEED_K, db.metric, False)
             self.slack = dispatch.RoundingSlack(db, q_rank)
             self._worst = torch.full((b, nq), worst, dtype=torch.float32, device=dev)
         self.cand_v = torch.empty((b, nq, cap), dtype=torch.float32, device=dev)
@@ -136,7 +136,7 @@ def search_into(q3, db, k, exclude_self, dist, idx):
     (on the exact torch path when the candidate buffers would pass MAX_BUFFER_BYTES)."""
     key = ("wide", q3.data_ptr(), tuple(q3.shape), q3.dtype, k, exclude_self, idx.dtype)
     call = db.calls.get(key)
-    if call is None and q3.shape[0] * q3.shape[1] * select.capacity(k) * 8 > MAX_BUFFER_BYTES:
+    if call is None and q3.shape[0] * q3.shape[1] * wide_select.capacity(k) * 8 > MAX_BUFFER_BYTES:
         return torch_path.search_into(knn_rows.rescoring_rows(q3), db, k, exclude_self, dist, idx)
     if call is None:
         staged = None if knn_rows.in_place(q3) else knn_rows.Rows(q3, "q")

@@ -1,4 +1,4 @@
-"""GPU tests of the wide-k search (33 <= k <= 256, kernels/knn/select.py): the runtime's oracle at tail shapes
+"""GPU tests of the wide-k search (33 <= k <= 256, kernels/knn/wide_select.py): the runtime's oracle at tail shapes
 (k on and off the capacity ladder's steps, small databases, batches, self-KNN, every metric and dtype), the kernels
 really run (no fallback), and a buffer overflow still gives exact results.
 

@@ -5,7 +5,7 @@ them; a test compares the result with reference.knn."""
 
 import torch
 
-from kernels.knn import reference, select, widek
+from kernels.knn import reference, wide_select, widek
 
 
 def minima_owners(plan, rows):
@@ -31,7 +31,7 @@ def search(q, x, k, metric="l2", exclude_self=False, sms=132):
         bound = torch.full((b, nq), -torch.inf if best_large else torch.inf, dtype=torch.float64)
     else:
         owners, groups = minima_owners(sp, covered)
-        part_v, _ = reference.group_best_lists_of(s[..., :covered], owners, groups, select.SEED_K, best_large)
+        part_v, _ = reference.group_best_lists_of(s[..., :covered], owners, groups, wide_select.SEED_K, best_large)
         bound = reference.union_bound(part_v, k + 1 if exclude_self else k, metric)
         bound = torch.nextafter(bound, torch.full_like(bound, -torch.inf if best_large else torch.inf))
     mask, count = reference.collected(s, bound, metric, exclude_self)

@@ -10,7 +10,7 @@ import torch
 from compiler.build import driver
 from compiler.verify import verify
 from kernels.knn import plan as planner
-from kernels.knn import reference, schedules, select, widek
+from kernels.knn import reference, schedules, wide_select, widek
 from kernels.knn.testing import widek as emulate
 
 
@@ -52,20 +52,20 @@ def test_the_union_bound_is_the_kth_of_distinct_rows():
 
 
 def test_capacity_follows_the_ladder_and_refuses_k_outside_the_path():
-    assert [select.capacity(k) for k in (33, 64, 65, 128, 129, 256)] == [1024, 1024, 2048, 2048, 4096, 4096]
-    assert select.capacity(40, 1500) == 2048  # no seeding pass: every row is a candidate
+    assert [wide_select.capacity(k) for k in (33, 64, 65, 128, 129, 256)] == [1024, 1024, 2048, 2048, 4096, 4096]
+    assert wide_select.capacity(40, 1500) == 2048  # no seeding pass: every row is a candidate
     for k in (32, 257):
         with pytest.raises(ValueError, match="k must be in"):
-            select.capacity(k)
-    assert select.sample_rows(700, 90) == 0 and select.sample_rows(1000, 90) == 500
-    assert select.sample_rows(1824, 91) == 912 and select.sample_rows(80000, 90) == 10000
+            wide_select.capacity(k)
+    assert wide_select.sample_rows(700, 90) == 0 and wide_select.sample_rows(1000, 90) == 500
+    assert wide_select.sample_rows(1824, 91) == 912 and wide_select.sample_rows(80000, 90) == 10000
 
 
 def test_the_seeding_lists_are_read_before_any_fan_in():
     # A fan-in keeps 32 of each 32 lists' entries: too few for the union to bound the k-th score (a shape with 88
     # seeding lists at k 127).
     sp, _ = widek.seed_plan(3, 3, 179629, 80, 127, planner.SMS)
-    assert planner.fanin_lists(sp.lists_padded) and sp.lists * select.SEED_K > 127
+    assert planner.fanin_lists(sp.lists_padded) and sp.lists * wide_select.SEED_K > 127
     assert not any(builder == "merge_fanin" for builder, _ in widek.kernels_for(3, 3, 179629, 77, 127))
 
 
@@ -79,9 +79,9 @@ SHAPES = [(1, 1, 1 << 20, 128), (28, 1, 52776, 26), (3, 494, 534739, 51), (7, 96
 def test_plans_fit_every_corner(b, q, m, d, k):
     sp, covered, fp, cap = widek.plans(b, q, m, -(-d // 8) * 8, k, planner.SMS)
     assert fp.layout == "rows" and fp.splits * fp.tiles * fp.kwargs["block_n"] >= m
-    assert cap in select.CAPACITIES
+    assert cap in wide_select.CAPACITIES
     if sp is not None:
-        assert covered <= m and sp.lists * select.SEED_K > k  # a bound on the (k + 1)-th score exists
+        assert covered <= m and sp.lists * wide_select.SEED_K > k  # a bound on the (k + 1)-th score exists
     else:
         assert m <= cap  # no seeding pass only where the buffers hold every row
 
@@ -91,14 +91,14 @@ def test_plans_fit_every_corner(b, q, m, d, k):
 def test_the_search_kernels_verify_clean(b, q, m, d, metric):
     for builder, params in widek.kernels_for(b, q, m, d, 90 if metric != "ip" else 256, metric, exclude_self=q == m,
                                              dtype=torch.float16 if metric == "cos" else torch.bfloat16):
-        kernel = (getattr(schedules, builder, None) or getattr(select, builder))(**dict(params))
+        kernel = (getattr(schedules, builder, None) or getattr(wide_select, builder))(**dict(params))
         assert [d.message for d in verify(kernel)] == [], (builder, params)
 
 
 @pytest.mark.parametrize("target", ["sm_80", "sm_90a", "sm_100a"])
 @pytest.mark.parametrize("metric", ["l2", "ip", "cos"])
 def test_the_select_and_filters_lower_on_every_target(target, metric):
-    sel = select.select_kernel(2048, metric, "f32", "i64", target=target)
+    sel = wide_select.select_kernel(2048, metric, "f32", "i64", target=target)
     assert verify(sel) == []
     assert "cake::select::select_rescore<" in driver.source_only(sel).cuda_source
     build = {"sm_80": schedules.rows_sm80, "sm_90a": schedules.rows_sm90a, "sm_100a": schedules.rows_sm100a}[target]
@@ -145,7 +145,7 @@ def test_a_bound_of_the_wrong_layout_is_refused_at_the_collect():
 
 
 def test_a_short_or_uneven_scratch_is_refused_at_the_select():
-    k = copy.deepcopy(select.select_kernel(2048))
+    k = copy.deepcopy(wide_select.select_kernel(2048))
     _, path = _first(k, "top_k_select")
     next(r for r in k.regions if r.name == "sV").shape[:] = [1024]
     next(r for r in k.regions if r.name == "sI").shape[:] = [1024]
@@ -156,11 +156,11 @@ def test_a_short_or_uneven_scratch_is_refused_at_the_select():
 
 def test_bad_arguments_name_the_argument():
     with pytest.raises(ValueError, match="capacity"):
-        select.select_kernel(1000)
+        wide_select.select_kernel(1000)
     with pytest.raises(ValueError, match="metric"):
-        select.select_kernel(metric="hamming")
+        wide_select.select_kernel(metric="hamming")
     with pytest.raises(ValueError, match="index_dtype|indices"):
-        select.select_kernel(index_dtype="u8")
+        wide_select.select_kernel(index_dtype="u8")
     with pytest.raises(ValueError, match="collect"):
         schedules.rows_sm90a(collect=True, seeded=True)
 
@@ -168,7 +168,7 @@ def test_bad_arguments_name_the_argument():
 def test_the_cost_model_counts_the_collect_and_the_sort():
     from compiler.analysis import counts
 
-    sel = select.select_kernel(2048)
+    sel = wide_select.select_kernel(2048)
     per_block, _ = counts.count(sel, {**dict(B=1, Q=100, M=5000, D=64, C=2048, k=90), **counts.builtins((100, 1, 1))}, 100)
     assert per_block["fp32"] == 4 * 1024 * (11 * 12 // 2)  # a full 2048-entry bitonic sort
     filt = schedules.rows_sm90a(collect=True)
