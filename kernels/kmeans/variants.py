@@ -14,16 +14,21 @@ Every variant is `tuned.assign_sm90a_tuned` at one parameter set:
   feature tiles (SMALL_D), where a tile's wgmma and epilogue are short and each
   consumer's serial chain per tile is the limit (docs/gpu_runs.md, 2026-12-02).
 The narrow feature tiles also take the centroid tiles of SMALL_K_TILES (96, so that K of
-65-96 does not pay for 128). Centroid tiles are multiples of 32: a stage of c_sq (4 bytes a
-centroid) is a TMA destination and must start 128-byte aligned, and the 16-, 48-, 80- and
-112-wide tiles faulted on the H200 (misaligned address; lowering aligns unswizzled stages
-to 16 bytes, and neither the verifier nor `fits` checks it).
+65-96 does not pay for 128). A stage of c_sq (4 bytes a centroid) is a TMA destination and
+must start 128-byte aligned: the 16-, 48-, 80- and 112-wide tiles once faulted on the H200
+(misaligned address); compiler/ir/smem_layout.py now pads every TMA stage to 128 bytes, so
+a 16-wide tile is laid out whole (the wide feature tiles below need it).
+- The wide feature tiles (WIDE_D: 384, 512, 768, 1024, for D of 257-1024): the same
+  kernel, the points resident in shared memory whole (one TMA box per 64-feature panel,
+  the wgmma's K loop over all of them), so only one or two consumers and 16- to 64-wide
+  centroid tiles fit beside them (WIDE_SHAPES).
 A variant fits when the compiler finds its kernel fits the block (compiler/targets/fits.py,
 what the verifier checks): lowering's shared-memory layout within the target's per-block
 limit, and every consumer's live fragments within its register budget (with four
 consumers their 112 registers hold block_k <= 128).
 The kernel is persistent and bounds-checked in N and K, so every variant admits every
-N >= 1 and K >= 1 up to its symbols' maxima, and every D <= d with D % 8 == 0.
+N >= 1 and K >= 1 up to its symbols' maxima, and every D <= d with D % 8 == 0 (a D that
+is not runs on zero-padded copies: kernels/kmeans/dispatch.py).
 
 `VARIANTS` is the set built ahead of time (Bazel's //kernels/kmeans:assign_prebuilt) and
 searched by the tuner; `GENERIC` is the bounds-checked variant the dispatcher falls back
@@ -43,6 +48,10 @@ DTYPES = ("bf16", "f16")
 SMALL_D = (16, 32)  # the feature tiles with the small-D extension below
 SMALL_K_TILES = (96,)  # one row block per consumer, two or four consumers (c_sq stages: whole 128 B, for TMA)
 ROWS = {2: (32, 64, 96, 128), 4: (32, 64)}  # rows per consumer -> centroid tiles (two or four consumers)
+# Feature tile -> (centroid tile, consumers) of the wide tiles: what fits beside 64 or 128 resident points of d features.
+WIDE_SHAPES = {384: ((32, 1), (64, 1), (32, 2)), 512: ((32, 1), (16, 2), (32, 2)), 768: ((16, 1), (32, 1)),
+               1024: ((16, 1),)}
+WIDE_D = tuple(sorted(WIDE_SHAPES))
 
 
 @dataclasses.dataclass(frozen=True, order=True)
@@ -111,25 +120,38 @@ def _family():
                 v = make(d, block_k, consumers, rows)
                 if v is not None:
                     out.append(v)
+    # The wide feature tiles (after the two above, for the same reason).
+    for d, shapes in sorted(WIDE_SHAPES.items()):
+        for block_k, consumers in shapes:
+            v = make(d, block_k, consumers)
+            if v is not None:
+                out.append(v)
     return tuple(out)
 
 
 VARIANTS = _family()
 BY_NAME = {v.name: v for v in VARIANTS}
-# Bounds-checked in N and K and admitting every D <= 256: the fallback for any kernel-path shape.
+# Bounds-checked in N and K and admitting every D <= 256, and every D <= 1024: the fallbacks of the kernel path.
 GENERIC = make(256, 64, 2)
+GENERIC_WIDE = make(1024, 16, 1)
+UPDATE_MAX_D = 256  # the sorted update's widest lane layout (prebuilt_update_kernels); wider D update in torch
+
+
+def generic(d):
+    """The fallback variant for problems of `d` features (d % 8 == 0, d <= 1024)."""
+    return GENERIC if GENERIC.admits(d) else GENERIC_WIDE
 
 
 def d_tile(d):
     """The smallest feature tile that holds `d` features, or None above the largest."""
-    for t in D_TILES:
+    for t in D_TILES + WIDE_D:
         if d <= t:
             return t
     return None
 
 
 def candidates(d):
-    """The variants a problem of `d` features (d % 8 == 0, d <= 256) may run on, on its own tile."""
+    """The variants a problem of `d` features (d % 8 == 0, d <= 1024) may run on, on its own tile."""
     t = d_tile(d)
     return tuple(v for v in VARIANTS if v.d == t)
 
@@ -174,7 +196,7 @@ def prebuilt_kernels():
 
 def prebuilt_update_kernels():
     """The sorted update at every lane width the API uses (D up to 256, 32 features a step), both dtypes."""
-    return [tuned.update_sorted(d=d, dtype=dtype) for d in range(32, 257, 32) for dtype in DTYPES]
+    return [tuned.update_sorted(d=d, dtype=dtype) for d in range(32, UPDATE_MAX_D + 1, 32) for dtype in DTYPES]
 
 
 def prebuilt_all():
