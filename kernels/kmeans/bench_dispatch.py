@@ -36,6 +36,7 @@ import math
 import multiprocessing
 import os
 import random
+import re
 import sys
 import time
 
@@ -300,7 +301,8 @@ def measure(shape, impls, env):
 
 def refit_from(how):
     """The bucket entry's winner a pick replaced (dispatch.Picker.measured's "fits N .. K .. over NAME"), or None."""
-    return how.rsplit(" over ", 1)[1].rstrip(")") if " fits N " in how else None
+    found = re.search(r"; fits N \d+ K \d+ over (\w+)", how)
+    return found.group(1) if found else None
 
 
 def impls():
