@@ -28,6 +28,9 @@ compiles flashlib's kernels for the shapes (its Triton cache then holds them) an
 a run can do that beside the GPU tests.
 
     python3 -m kernels.kmeans.bench_dispatch --out-dir $OUT [--shapes 440] [--deadline-s 170] [--tune-s 0]
+
+--shapes 0 measures the off-tile sets only; --merge BASE NEWER (no GPU) writes BASE's result with the rows NEWER
+re-measured replaced, each row naming the run (commit, date) that measured it, and the summary over all of them.
 """
 
 import argparse
@@ -371,6 +374,58 @@ def host_cost(calls=1000):
                    "the median of %d such batches (each followed by a synchronisation)" % (calls, HOST_BATCHES)}
 
 
+SETS = ("kernel path, untuned", "off-tile D, drawn", "fallback paths")
+
+
+def summarize(rows, names=("cake", "flashlib")):
+    """The result file's summary of validation `rows`: every row whose implementations all passed counts."""
+    compared = [r for r in rows if "speedup_vs_flashlib" in r
+                and all(e.get("check", {}).get("passed") for e in r["impls"].values())]
+    slow = [r for r in compared if r["impls"]["flashlib"]["median_ms"] >= 0.2]
+    refit = [r for r in rows if r.get("bucket_winner", {}).get("median_ms")]
+    return {
+        "shapes_measured": len(rows),
+        "shapes_compared": len(compared),
+        **versus_flashlib(compared, rows, names),
+        "by_set": {name: {"shapes": len(sub), **versus_flashlib(sub, [], ())}
+                   for name in SETS for sub in [[r for r in compared if r["set"] == name]]},
+        "refit_picks": {"shapes": len(refit), "geomean_speedup_over_bucket_winner": geomean(
+            [r["bucket_winner"]["median_ms"] / r["impls"]["cake"]["median_ms"] for r in refit])},
+        "fallback_paths": [{"shape": r["shape"], "path": r.get("path"),
+                            "passed": all(e.get("check", {}).get("passed") for e in r["impls"].values()),
+                            "speedup_vs_flashlib": r.get("speedup_vs_flashlib")} for r in rows if r["set"] == "fallback paths"],
+        "kernel_path_shapes_compared": sum(r["set"].startswith("kernel") for r in compared),
+        "where_flashlib_takes_at_least_0.2ms": {"shapes": len(slow), **versus_flashlib(slow, [], ())},
+    }
+
+
+def merge(base_path, newer_path, out_path):
+    """`base_path`'s result with every row `newer_path` re-measured (same shape) replaced, the newer run's
+    machine, commit and host cost beside it; each row says which run measured it; the summary over all rows."""
+    with open(base_path) as f:
+        base = json.load(f)
+    with open(newer_path) as f:
+        newer = json.load(f)
+
+    def key(row):
+        return tuple(sorted(row["shape"].items()))
+
+    def run(result):
+        return {"commit": result["machine"].get("cake_commit"), "date": result["machine"].get("date")}
+
+    again = {key(r): dict(r, measured_in=run(newer)) for r in newer["assign"]}
+    rows = [again.pop(key(r), None) or dict(r, measured_in=r.get("measured_in") or run(base)) for r in base["assign"]]
+    rows += list(again.values())
+    out = dict(base, assign=rows, host_us=newer["host_us"], summary=summarize(rows))
+    out["runs"] = base.get("runs") or [{**run(base), "machine": base["machine"], "how": base["how"],
+                                        "summary": base["summary"], "host_us": base["host_us"]}]
+    out["runs"] = out["runs"] + [{**run(newer), "machine": newer["machine"], "rows": len(newer["assign"]),
+                                  "summary": newer["summary"], "host_us": newer["host_us"]}]
+    with open(out_path, "w") as f:
+        json.dump(out, f, indent=1, default=str)
+    return out
+
+
 def run_log(path, t_start):
     """log(msg): each line stamped with the seconds since `t_start`, printed and appended to `path` as it comes
     (so a run cut off at its device deadline keeps what it logged)."""
@@ -394,7 +449,12 @@ def main():
     ap.add_argument("--workers", type=int, default=12)
     ap.add_argument("--off-tile", type=int, default=40, help="shapes drawn with D %% 8 != 0 or D > 256")
     ap.add_argument("--compile-only", action="store_true", help="compile flashlib's kernels for the shapes, then exit")
+    ap.add_argument("--merge", nargs=2, metavar=("BASE", "NEWER"),
+                    help="write BASE's result with NEWER's re-measured rows into --out-dir (no GPU)")
     args = ap.parse_args()
+    if args.merge:
+        merge(args.merge[0], args.merge[1], os.path.join(args.out_dir, "kmeans_dispatch_h200.json"))
+        return
     t_start = time.time()
     deadline = t_start + args.deadline_s
     os.makedirs(args.out_dir, exist_ok=True)
@@ -474,28 +534,8 @@ def main():
         pool.terminate()  # before the host-clock measurement: no other process on the CPUs
     host = host_cost()
     log("host: %s" % json.dumps(host))
-    compared = [r for r in rows if "speedup_vs_flashlib" in r
-                and all(e.get("check", {}).get("passed") for e in r["impls"].values())]
-    kernel_rows = [r for r in compared if r["set"].startswith("kernel")]
-    slow = [r for r in compared if r["impls"]["flashlib"]["median_ms"] >= 0.2]
-    refit = [r for r in rows if r.get("bucket_winner", {}).get("median_ms")]
-    summary = {
-        "shapes_planned": len(shapes) + len(fallback),
-        "shapes_measured": len(rows),
-        "shapes_compared": len(compared),
-        **versus_flashlib(compared, rows, tuple(fns)),
-        "by_set": {name: {"shapes": len(sub), **versus_flashlib(sub, [], ())}
-                   for name in ("kernel path, untuned", "off-tile D, drawn", "fallback paths")
-                   for sub in [[r for r in compared if r["set"] == name]]},
-        "refit_picks": {"shapes": len(refit), "geomean_speedup_over_bucket_winner": geomean(
-            [r["bucket_winner"]["median_ms"] / r["impls"]["cake"]["median_ms"] for r in refit])},
-        "fallback_paths": [{"shape": r["shape"], "path": r.get("path"),
-                            "passed": all(e.get("check", {}).get("passed") for e in r["impls"].values()),
-                            "speedup_vs_flashlib": r.get("speedup_vs_flashlib")} for r in rows if r["set"] == "fallback paths"],
-        "kernel_path_shapes_compared": len(kernel_rows),
-        "where_flashlib_takes_at_least_0.2ms": {"shapes": len(slow), **versus_flashlib(slow, [], ())},
-        "device_seconds_in_script": time.time() - t_start,
-    }
+    summary = dict(summarize(rows, tuple(fns)), shapes_planned=len(shapes) + len(fallback),
+                   device_seconds_in_script=time.time() - t_start)
     log("summary: %s" % json.dumps(summary))
     result = {
         "machine": env,

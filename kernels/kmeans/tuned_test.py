@@ -39,3 +39,11 @@ def test_every_variants_centroid_norm_stages_are_whole_128_byte_tma_destinations
     for v in variants.VARIANTS:
         (slot,) = [r for r in smem_layout.layout(v.kernel()).regions if r.name == "sCsq"]
         assert slot.offset % 128 == 0 and slot.stage_bytes % 128 == 0, v.name
+
+
+def test_the_streamed_form_keeps_no_points_resident_and_rings_slabs_of_both():
+    k = tuned.assign_sm90a_streamed(d=768, block_k=128, dk=64, stages=4, consumers=4)
+    shared = {r.name: (list(r.shape), r.stages) for r in k.regions if r.name.startswith("s")}
+    assert shared == {"sX": ([256, 64], 4), "sC": ([128, 64], 4), "sCsq": ([128], 4)}
+    assert [p.regions for p in k.pipelines] == [["sX", "sC", "sCsq"]]
+    _clean(k)
