@@ -29,8 +29,9 @@ a run can do that beside the GPU tests.
 
     python3 -m kernels.kmeans.bench_dispatch --out-dir $OUT [--shapes 440] [--deadline-s 170] [--tune-s 0]
 
---shapes 0 measures the off-tile sets only; --merge BASE NEWER (no GPU) writes BASE's result with the rows NEWER
-re-measured replaced, each row naming the run (commit, date) that measured it, and the summary over all of them.
+--shapes 0 measures the off-tile sets only; --merge BASE NEWER [--changed-only] (no GPU) writes BASE's result with
+the rows NEWER re-measured replaced (only those whose pick changed), each row naming the run (commit, date) that
+measured it, and the summary over all of them.
 """
 
 import argparse
@@ -399,9 +400,11 @@ def summarize(rows, names=("cake", "flashlib")):
     }
 
 
-def merge(base_path, newer_path, out_path):
+def merge(base_path, newer_path, out_path, changed_only=False):
     """`base_path`'s result with every row `newer_path` re-measured (same shape) replaced, the newer run's
-    machine, commit and host cost beside it; each row says which run measured it; the summary over all rows."""
+    machine, commit and host cost beside it; each row says which run measured it; the summary over all rows.
+    `changed_only`: only the rows whose variant the newer run's dispatcher picked differently (the others ran
+    the same code in both runs, and keep the base run's figures)."""
     with open(base_path) as f:
         base = json.load(f)
     with open(newer_path) as f:
@@ -413,14 +416,17 @@ def merge(base_path, newer_path, out_path):
     def run(result):
         return {"commit": result["machine"].get("cake_commit"), "date": result["machine"].get("date")}
 
-    again = {key(r): dict(r, measured_in=run(newer)) for r in newer["assign"]}
+    before = {key(r): r.get("variant") for r in base["assign"]}
+    again = {key(r): dict(r, measured_in=run(newer)) for r in newer["assign"]
+             if not changed_only or before.get(key(r)) != r.get("variant")}
     rows = [again.pop(key(r), None) or dict(r, measured_in=r.get("measured_in") or run(base)) for r in base["assign"]]
     rows += list(again.values())
     out = dict(base, assign=rows, host_us=newer["host_us"], summary=summarize(rows))
     out["runs"] = base.get("runs") or [{**run(base), "machine": base["machine"], "how": base["how"],
                                         "summary": base["summary"], "host_us": base["host_us"]}]
-    out["runs"] = out["runs"] + [{**run(newer), "machine": newer["machine"], "rows": len(newer["assign"]),
-                                  "summary": newer["summary"], "host_us": newer["host_us"]}]
+    out["runs"] = out["runs"] + [{**run(newer), "machine": newer["machine"], "rows_measured": len(newer["assign"]),
+                                  "rows_taken": sum(r.get("measured_in") == run(newer) for r in rows),
+                                  "changed_only": changed_only, "summary": newer["summary"], "host_us": newer["host_us"]}]
     with open(out_path, "w") as f:
         json.dump(out, f, indent=1, default=str)
     return out
@@ -451,9 +457,10 @@ def main():
     ap.add_argument("--compile-only", action="store_true", help="compile flashlib's kernels for the shapes, then exit")
     ap.add_argument("--merge", nargs=2, metavar=("BASE", "NEWER"),
                     help="write BASE's result with NEWER's re-measured rows into --out-dir (no GPU)")
+    ap.add_argument("--changed-only", action="store_true", help="--merge: only the rows whose pick changed")
     args = ap.parse_args()
     if args.merge:
-        merge(args.merge[0], args.merge[1], os.path.join(args.out_dir, "kmeans_dispatch_h200.json"))
+        merge(args.merge[0], args.merge[1], os.path.join(args.out_dir, "kmeans_dispatch_h200.json"), args.changed_only)
         return
     t_start = time.time()
     deadline = t_start + args.deadline_s

@@ -28,6 +28,11 @@ def test_merge_replaces_the_rows_measured_again_and_says_which_run_measured_each
     assert out["summary"]["by_set"]["off-tile D, drawn"]["min_speedup_vs_flashlib"] == 2.0
     assert out["host_us"] == {"run": "c2"} and [r["commit"] for r in out["runs"]] == ["c1", "c2"]
     assert json.loads((tmp_path / "out.json").read_text())["summary"] == out["summary"]
+    base["assign"][0]["variant"] = newer["assign"][0]["variant"] = "d384_k128_c4_s4_dk64"  # the same pick: kept
+    (tmp_path / "base.json").write_text(json.dumps(base))
+    (tmp_path / "newer.json").write_text(json.dumps(newer))
+    out = bench_dispatch.merge(str(tmp_path / "base.json"), str(tmp_path / "newer.json"), str(tmp_path / "o2.json"), True)
+    assert [r["measured_in"]["commit"] for r in out["assign"]] == ["c1", "c1"] and out["runs"][-1]["rows_taken"] == 0
 
 
 def test_off_tile_shapes_keep_d_as_drawn_and_lie_in_the_domain():
