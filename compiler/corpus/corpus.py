@@ -30,7 +30,7 @@ GOOD_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "good")
 
 # name -> builder of the default schedule; at least one tiled GEMM per target family,
 # one schedule of each of the three proving kernels, the tuned KMeans kernels the
-# API runs (kernels/kmeans/api.py: the assignment at its D = 128 parameters), the
+# API runs (kernels/kmeans/api.py: the assignment at its D = 128 parameters, the streamed one at 512), the
 # KNN kernels (kernels/knn: the tuned score kernel and the merges at k = 10, the small-Q,
 # sm_80 and sm_100a score kernels, the wide-k filter and select), the KDA intra kernel with FlashKDA's
 # in-kernel options (l2norm, gate, beta sigmoid), and the naive seeds the agent starts from
@@ -47,6 +47,7 @@ GOOD = {
     "kmeans_update": kmeans.update,
     "kmeans_finalize": kmeans.finalize,
     "kmeans_assign_sm90a_tuned": kmeans_tuned.assign_sm90a_tuned,
+    "kmeans_assign_sm90a_streamed": kmeans_tuned.assign_sm90a_streamed,
     "kmeans_update_sorted": kmeans_tuned.update_sorted,
     "knn_rows_sm90a": knn.rows_sm90a,
     "knn_cols_sm90a": knn.cols_sm90a,

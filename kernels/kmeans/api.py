@@ -16,7 +16,7 @@ import torch
 
 from compiler import targets
 from compiler.build import prebuilt
-from kernels.kmeans import dispatch, reference, tuned
+from kernels.kmeans import dispatch, reference, tuned, variants
 from runtime.compiled import CompiledKernelRunner
 
 DTYPES = {torch.bfloat16: "bf16", torch.float16: "f16"}
@@ -86,8 +86,8 @@ def kmeans_assign(x: torch.Tensor, c: torch.Tensor, *, config: Optional[str] = N
     """Nearest centroid (squared Euclidean) of every point: int32 labels [B, N] (or [N]).
 
     x: [B, N, D] or [N, D] points, c: [B, K, D] or [K, D] centroids, both bf16 or both
-    f16 on one CUDA device, any D (kernels up to 256 features; D % 8 != 0 runs on
-    zero-padded copies, D > 256 on the torch reference). Ties go to the smaller index.
+    f16 on one CUDA device, any D (kernels up to 1024 features; D % 8 != 0 runs on
+    zero-padded copies, D > 1024 on the torch reference). Ties go to the smaller index.
     The schedule variant is picked per shape (kernels/kmeans/dispatch.py); `config`
     forces one (a name of variants.BY_NAME), `autotune=True` times the cost model's top
     candidates on these inputs once per shape and remembers the fastest.
@@ -117,7 +117,7 @@ def _update_runner(d, dtype_name):
 def _update(x, labels, c_prev):
     b, n, d = x.shape
     k = c_prev.shape[1]
-    if d % 8 or d > dispatch.MAX_KERNEL_D:  # rows the kernel's vector loads cannot take: the torch update
+    if d % 8 or d > variants.UPDATE_MAX_D:  # rows the kernel's vector loads cannot take: the torch update
         return reference.update(x, labels, c_prev)[0].to(c_prev.dtype)
     sorted_labels, order = torch.sort(labels, dim=1)
     sums = torch.zeros((b, k, d), dtype=torch.float32, device=x.device)
@@ -184,7 +184,7 @@ def kmeans(x: torch.Tensor, k: int, iters: int = 20, tol: float = 1e-4, init: Un
     c = _initial_centroids(x3, k, init, generator)
     x3, c, _ = _check(x3, c)
     d = x3.shape[2]
-    if d % 8 and d < dispatch.MAX_KERNEL_D:  # pad once for the whole loop, not per assignment
+    if d % 8 and d < dispatch.MAX_KERNEL_D:  # pad once for the whole loop, not per assignment (nor per update)
         pad = (0, -(-d // 8) * 8 - d)
         x3, c = torch.nn.functional.pad(x3, pad), torch.nn.functional.pad(c, pad)
     compiling = torch.compiler.is_compiling()

@@ -12,17 +12,26 @@ One run, in this order:
    by default (use_heuristic=True: its H200 table picks the config, no autotune; it
    computes c_sq on every call). Its Triton kernels take N, K and D as constexprs, so
    each new shape compiles once: worker processes compile them ahead (compile-only
-   launches) while step 1 runs, and no compile time is in any figure;
-3. host cost: 1,000 back-to-back calls at a tiny shape, host clock, ours and flashlib's.
+   launches) while step 1 runs, and no compile time is in any figure. Where the picker
+   took another of a bucket entry's candidates than its winner (dispatch.fit), the
+   winner is timed beside it (`bucket_winner`: what the refit gained or lost);
+3. host cost: 1,000 back-to-back calls at a tiny shape, host clock, ours and flashlib's (the median of five
+   such batches), and the parts of ours: the picker, the labels' allocation, the driver launch.
 Rows are appended to --out as they finish (JSON lines) and gathered into the result
 file (benchmarks/results/kmeans_dispatch_h200.json's layout) at the end or the deadline.
 With --tune-s 0 step 1 is skipped and the committed databases (tuning/*.json) are
 validated; no shape any of their entries was timed at (nor any bucket's representative)
-is drawn. The fallback-path shapes (D % 8 != 0, D > 256) go first. --compile-only only
+is drawn. The shapes whose D is off the aligned tiles go first: four fixed ones (D % 8 != 0, D > 256:
+"fallback paths", the torch reference's before the wide tiles) and --off-tile more drawn from the domain with D
+as drawn where D % 8 != 0 or D > 256 (seed 31, "off-tile D, drawn"); the summary counts every set. --compile-only only
 compiles flashlib's kernels for the shapes (its Triton cache then holds them) and exits:
 a run can do that beside the GPU tests.
 
     python3 -m kernels.kmeans.bench_dispatch --out-dir $OUT [--shapes 440] [--deadline-s 170] [--tune-s 0]
+
+--shapes 0 measures the off-tile sets only; --merge BASE NEWER [--changed-only] (no GPU) writes BASE's result with
+the rows NEWER re-measured replaced (only those whose pick changed), each row naming the run (commit, date) that
+measured it, and the summary over all of them.
 """
 
 import argparse
@@ -31,6 +40,7 @@ import math
 import multiprocessing
 import os
 import random
+import re
 import sys
 import time
 
@@ -106,9 +116,28 @@ def validation_shapes(count, tuned):
 
 
 def fallback_shapes():
-    """Shapes on the other paths: D % 8 != 0 (zero-padded copies) and D > 256 (torch)."""
+    """Shapes off the aligned kernel path of the first runs: D % 8 != 0 (zero-padded copies) and D > 256 (the wide
+    feature tiles since; the torch reference before)."""
     return [{"B": 1, "N": 100000, "K": 100, "D": 3, "dtype": "bf16"}, {"B": 4, "N": 50000, "K": 64, "D": 100, "dtype": "bf16"},
             {"B": 1, "N": 200000, "K": 256, "D": 300, "dtype": "bf16"}, {"B": 1, "N": 100000, "K": 100, "D": 768, "dtype": "f16"}]
+
+
+OFF_TILE_SEED = 31
+
+
+def off_tile_shapes(count, tuned):
+    """`count` shapes from the domain with D as drawn where it is not a multiple of 8 or above 256 (what
+    validation_shapes rounds or leaves out), under the caps and none a tuning shape; their own seed."""
+    from kernels.kmeans import dispatch
+
+    rng = random.Random(OFF_TILE_SEED)
+    seen = {tuple(sorted((k, v) for k, v in s.items() if k != "dtype")) for _, s in tuned}
+
+    def accept(s):
+        return (s["D"] % 8 or s["D"] > 256) and in_caps(s) and \
+            tuple(sorted((k, v) for k, v in s.items() if k != "dtype")) not in seen
+
+    return [dispatch.DOMAIN.sample(rng, 1, accept=accept)[0] for _ in range(count)]
 
 
 def _flashlib_compile(shapes):
@@ -158,16 +187,24 @@ def timing_config(shape):
     return TimingConfig(warmup=2, reps=5, input_sets=1)
 
 
-def write_candidates(path=None, top=3):
-    """Every kernel-path bucket's cost-model ranking at its representative shape (made on CPU, committed)."""
+def write_candidates(path=None, top=3, missing_only=False):
+    """Every kernel-path bucket's cost-model ranking at its representative shape (made on CPU, committed);
+    `missing_only`: only the buckets the file lacks (new feature tiles), the others kept as they were ranked."""
     from kernels.kmeans import dispatch, variants
 
+    path = path or dispatch.CANDIDATES
     plan = {}
+    if missing_only:
+        with open(path) as f:
+            plan = json.load(f)["buckets"]
     for key, shape in dispatch.kernel_buckets():
+        if key in plan:
+            continue
         ranked = variants.rank(shape)
         plan[key] = {"shape": shape, "top": [v.name for v in ranked[:top]], "tuned_on_gpu": in_caps(shape),
                      "predicted_us": {v.name: round(variants.predicted_seconds(v, shape) * 1e6, 2) for v in ranked}}
-    with open(path or dispatch.CANDIDATES, "w") as f:
+    plan = {key: plan[key] for key, _ in dispatch.kernel_buckets()}
+    with open(path, "w") as f:
         json.dump({"how": "compiler.analysis cost model (calibration.json, device sm_90a/H200) at each bucket's "
                           "representative shape (dispatch.representative), every admissible variant ranked; the "
                           "tuner times the top %d where tuned_on_gpu, the dispatcher takes the first elsewhere" % top,
@@ -266,6 +303,12 @@ def measure(shape, impls, env):
     return row
 
 
+def refit_from(how):
+    """The bucket entry's winner a pick replaced (dispatch.Picker.measured's "fits N .. K .. over NAME"), or None."""
+    found = re.search(r"; fits N \d+ K \d+ over (\w+)", how)
+    return found.group(1) if found else None
+
+
 def impls():
     from flashlib.primitives.kmeans.triton.assign import euclid_assign_triton
 
@@ -280,6 +323,9 @@ def impls():
     return {"cake": cake, "flashlib": flashlib}
 
 
+HOST_BATCHES = 5
+
+
 def host_cost(calls=1000):
     """Host microseconds per call: `calls` back-to-back calls at a tiny shape (B=1, N=1024, K=16, D=32)."""
     import torch
@@ -290,19 +336,28 @@ def host_cost(calls=1000):
 
     x = torch.randn(1, 1024, 32, device="cuda").to(torch.bfloat16)
     c = torch.randn(1, 16, 32, device="cuda").to(torch.bfloat16)
+    api.kmeans_assign(x, c)
+    state = dispatch._states.get((x.data_ptr(), c.data_ptr(), 1, 1024, 16, 32, x.dtype, x.get_device()))
+    labels = torch.empty((1, 1024), dtype=torch.int32, device="cuda")
     fns = {"cake": lambda: api.kmeans_assign(x, c), "flashlib": lambda: euclid_assign_triton(x, c),
-           "cake_picker_only": lambda: dispatch.picker(0).pick(1, 1024, 16, 32)}
-    out = {}
+           "cake_picker_only": lambda: dispatch.picker(0).pick(1, 1024, 16, 32),
+           "torch_empty_labels_only": lambda: x.new_empty((1, 1024), dtype=torch.int32)}
+    if state is not None:  # the driver launch alone, on the prepared state (labels allocated once)
+        stream = dispatch.raw_stream(0)
+        fns["cake_launch_only"] = lambda: state.launch.launch_on(state.prepared, stream, labels.data_ptr())
+    out, batches = {}, {}
     for name, fn in fns.items():
         for _ in range(50):
             fn()
         torch.cuda.synchronize()
-        t0 = time.perf_counter()
-        for _ in range(calls):
-            fn()
-        t1 = time.perf_counter()
-        torch.cuda.synchronize()
-        out[name] = (t1 - t0) / calls * 1e6
+        for _ in range(HOST_BATCHES):
+            t0 = time.perf_counter()
+            for _ in range(calls):
+                fn()
+            t1 = time.perf_counter()
+            torch.cuda.synchronize()
+            batches.setdefault(name, []).append((t1 - t0) / calls * 1e6)
+        out[name] = sorted(batches[name])[HOST_BATCHES // 2]
     # A CUDA graph of the same call: what is left when the host is out of the loop.
     g = torch.cuda.CUDAGraph()
     with torch.cuda.graph(g):
@@ -315,7 +370,66 @@ def host_cost(calls=1000):
     torch.cuda.synchronize()
     out["cake_graph_replay_with_sync"] = (time.perf_counter() - t0) / calls * 1e6
     return {"shape": {"B": 1, "N": 1024, "K": 16, "D": 32, "dtype": "bf16"}, "calls": calls, "us_per_call": out,
-            "how": "time.perf_counter around %d back-to-back calls after 50 warm-up calls, no synchronisation inside" % calls}
+            "batches_us_per_call": batches,
+            "how": "time.perf_counter around %d back-to-back calls after 50 warm-up calls, no synchronisation inside; "
+                   "the median of %d such batches (each followed by a synchronisation)" % (calls, HOST_BATCHES)}
+
+
+SETS = ("kernel path, untuned", "off-tile D, drawn", "fallback paths")
+
+
+def summarize(rows, names=("cake", "flashlib")):
+    """The result file's summary of validation `rows`: every row whose implementations all passed counts."""
+    compared = [r for r in rows if "speedup_vs_flashlib" in r
+                and all(e.get("check", {}).get("passed") for e in r["impls"].values())]
+    slow = [r for r in compared if r["impls"]["flashlib"]["median_ms"] >= 0.2]
+    refit = [r for r in rows if r.get("bucket_winner", {}).get("median_ms")]
+    return {
+        "shapes_measured": len(rows),
+        "shapes_compared": len(compared),
+        **versus_flashlib(compared, rows, names),
+        "by_set": {name: {"shapes": len(sub), **versus_flashlib(sub, [], ())}
+                   for name in SETS for sub in [[r for r in compared if r["set"] == name]]},
+        "refit_picks": {"shapes": len(refit), "geomean_speedup_over_bucket_winner": geomean(
+            [r["bucket_winner"]["median_ms"] / r["impls"]["cake"]["median_ms"] for r in refit])},
+        "fallback_paths": [{"shape": r["shape"], "path": r.get("path"),
+                            "passed": all(e.get("check", {}).get("passed") for e in r["impls"].values()),
+                            "speedup_vs_flashlib": r.get("speedup_vs_flashlib")} for r in rows if r["set"] == "fallback paths"],
+        "kernel_path_shapes_compared": sum(r["set"].startswith("kernel") for r in compared),
+        "where_flashlib_takes_at_least_0.2ms": {"shapes": len(slow), **versus_flashlib(slow, [], ())},
+    }
+
+
+def merge(base_path, newer_path, out_path, changed_only=False):
+    """`base_path`'s result with every row `newer_path` re-measured (same shape) replaced, the newer run's
+    machine, commit and host cost beside it; each row says which run measured it; the summary over all rows.
+    `changed_only`: only the rows whose variant the newer run's dispatcher picked differently (the others ran
+    the same code in both runs, and keep the base run's figures)."""
+    with open(base_path) as f:
+        base = json.load(f)
+    with open(newer_path) as f:
+        newer = json.load(f)
+
+    def key(row):
+        return tuple(sorted(row["shape"].items()))
+
+    def run(result):
+        return {"commit": result["machine"].get("cake_commit"), "date": result["machine"].get("date")}
+
+    before = {key(r): r.get("variant") for r in base["assign"]}
+    again = {key(r): dict(r, measured_in=run(newer)) for r in newer["assign"]
+             if not changed_only or before.get(key(r)) != r.get("variant")}
+    rows = [again.pop(key(r), None) or dict(r, measured_in=r.get("measured_in") or run(base)) for r in base["assign"]]
+    rows += list(again.values())
+    out = dict(base, assign=rows, host_us=newer["host_us"], summary=summarize(rows))
+    out["runs"] = base.get("runs") or [{**run(base), "machine": base["machine"], "how": base["how"],
+                                        "summary": base["summary"], "host_us": base["host_us"]}]
+    out["runs"] = out["runs"] + [{**run(newer), "machine": newer["machine"], "rows_measured": len(newer["assign"]),
+                                  "rows_taken": sum(r.get("measured_in") == run(newer) for r in rows),
+                                  "changed_only": changed_only, "summary": newer["summary"], "host_us": newer["host_us"]}]
+    with open(out_path, "w") as f:
+        json.dump(out, f, indent=1, default=str)
+    return out
 
 
 def run_log(path, t_start):
@@ -339,14 +453,21 @@ def main():
     ap.add_argument("--deadline-s", type=float, default=170.0)
     ap.add_argument("--tune-s", type=float, default=45.0)
     ap.add_argument("--workers", type=int, default=12)
+    ap.add_argument("--off-tile", type=int, default=40, help="shapes drawn with D %% 8 != 0 or D > 256")
     ap.add_argument("--compile-only", action="store_true", help="compile flashlib's kernels for the shapes, then exit")
+    ap.add_argument("--merge", nargs=2, metavar=("BASE", "NEWER"),
+                    help="write BASE's result with NEWER's re-measured rows into --out-dir (no GPU)")
+    ap.add_argument("--changed-only", action="store_true", help="--merge: only the rows whose pick changed")
     args = ap.parse_args()
+    if args.merge:
+        merge(args.merge[0], args.merge[1], os.path.join(args.out_dir, "kmeans_dispatch_h200.json"), args.changed_only)
+        return
     t_start = time.time()
     deadline = t_start + args.deadline_s
     os.makedirs(args.out_dir, exist_ok=True)
     tuned = tuning_plan() + (database_shapes() if args.tune_s <= 0 else [])
     shapes = validation_shapes(args.shapes, tuned)
-    fallback = fallback_shapes()
+    fallback = fallback_shapes() + off_tile_shapes(args.off_tile, tuned)
     host_shape = {"B": 1, "N": 1024, "K": 16, "D": 32, "dtype": "bf16"}
     if args.compile_only:
         pool, pending = start_flashlib_compiles(fallback + shapes + [host_shape], args.workers)
@@ -403,7 +524,12 @@ def main():
             row = measure(shape, fns, env)
             row.update(path)
             row["bucket"] = dispatch.bucket_key(shape["B"], shape["N"], shape["K"], -(-shape["D"] // 8) * 8)
-            row["set"] = "fallback paths" if shape in fallback else "kernel path, untuned"
+            row["set"] = "fallback paths" if shape in fallback[:4] else "off-tile D, drawn" if shape in fallback \
+                else "kernel path, untuned"
+            was = refit_from(path["how"] or "")
+            if was and row["impls"]["cake"].get("median_ms"):  # the entry's own winner beside the refit pick
+                times = time_variants({k: shape[k] for k in "BNKD"}, [variants.BY_NAME[was]], env, log)
+                row["bucket_winner"] = {"variant": was, "median_ms": times.get(was)}
             row["flops"] = flops(shape)
             rows.append(row)
             rows_file.write(json.dumps(row) + "\n")
@@ -415,20 +541,8 @@ def main():
         pool.terminate()  # before the host-clock measurement: no other process on the CPUs
     host = host_cost()
     log("host: %s" % json.dumps(host))
-    kernel_rows = [r for r in rows if r["set"].startswith("kernel") and "speedup_vs_flashlib" in r
-                   and all(e.get("check", {}).get("passed") for e in r["impls"].values())]
-    slow = [r for r in kernel_rows if r["impls"]["flashlib"]["median_ms"] >= 0.2]
-    summary = {
-        "shapes_planned": len(shapes) + len(fallback),
-        "shapes_measured": len(rows),
-        "kernel_path_shapes_compared": len(kernel_rows),
-        **versus_flashlib(kernel_rows, rows, tuple(fns)),
-        "fallback_paths": [{"shape": r["shape"], "path": r.get("path"),
-                            "passed": all(e.get("check", {}).get("passed") for e in r["impls"].values()),
-                            "speedup_vs_flashlib": r.get("speedup_vs_flashlib")} for r in rows if r["set"] == "fallback paths"],
-        "where_flashlib_takes_at_least_0.2ms": {"shapes": len(slow), **versus_flashlib(slow, [], ())},
-        "device_seconds_in_script": time.time() - t_start,
-    }
+    summary = dict(summarize(rows, tuple(fns)), shapes_planned=len(shapes) + len(fallback),
+                   device_seconds_in_script=time.time() - t_start)
     log("summary: %s" % json.dumps(summary))
     result = {
         "machine": env,

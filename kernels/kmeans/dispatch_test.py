@@ -78,8 +78,41 @@ def test_forced_configs_are_checked():
         dispatch.forced("fastest", 64)
 
 
-def test_the_kernel_path_rounds_d_up_to_8_and_stops_at_256():
-    assert [dispatch.kernel_d(d) for d in (1, 8, 12, 256, 257)] == [8, 8, 16, 256, None]
+def test_the_kernel_path_rounds_d_up_to_8_and_stops_at_1024():
+    assert [dispatch.kernel_d(d) for d in (1, 8, 12, 256, 257, 1020, 1024, 1025)] == [8, 8, 16, 256, 264, 1024, 1024, None]
+    assert [variants.d_tile(d) for d in (264, 384, 392, 520, 776, 1024)] == [384, 384, 512, 768, 1024, 1024]
+
+
+def _entry(shapes, times):
+    return {"variant": min(times[0], key=times[0].get), "shape": shapes[0], "shapes": shapes, "times_ms_by_shape": times}
+
+
+def test_an_entrys_candidate_is_refit_to_the_shapes_blocks_of_points():
+    # The B 1600 N 1170 K 14 D 16 row: the bucket's winner (1024 points a block) was timed at one problem of 2M
+    # points; at 1170 points a problem its second block is 86% empty, and 256-point blocks waste 9%.
+    big, small = "d16_k32_c4_s4_x2_r4", "d16_k32_c4_s4_x2"
+    entry = _entry([{"B": 1, "N": 2097152, "K": 24, "D": 16}], [{big: 0.057, small: 0.069}])
+    db = TuningDB("kmeans_assign", "NVIDIA H200", "t", entries={"D0/K1/R5": entry}, path="h200.json")
+    p = dispatch.Picker([db], plan={})
+    assert p.pick(1600, 1170, 14, 16) == (variants.BY_NAME[small], "tuned (h200.json; fits N 1170 K 14 over %s)" % big)
+    assert p.pick(1, 2000000, 14, 16) == (variants.BY_NAME[big], "tuned (h200.json)")  # the tuned regime keeps it
+
+
+def test_an_entrys_candidate_is_refit_to_the_shapes_centroid_tiles_within_the_margin():
+    # K 103 on 96-wide tiles pays for 192 centroids, on 128-wide ones for 128 (the B 4 N 374148 K 103 D 24 row).
+    k96, k128 = "d32_k96_c4_s4_x2", "d32_k128_c4_s4_x2"
+    entry = _entry([{"B": 1, "N": 2097152, "K": 92, "D": 32}, {"B": 1, "N": 2097152, "K": 182, "D": 32}],
+                   [{k96: 0.100, k128: 0.113}, {k96: 0.152, k128: 0.177}])
+    assert dispatch.fit(entry, variants.BY_NAME[k96], 24, 374148, 103) == variants.BY_NAME[k128]
+    assert dispatch.fit(entry, variants.BY_NAME[k96], 24, 374148, 90) == variants.BY_NAME[k96]
+    entry["times_ms_by_shape"][0][k128] = 0.150  # slower than the margin allows: the winner stays
+    assert dispatch.fit(entry, variants.BY_NAME[k96], 24, 374148, 103) == variants.BY_NAME[k96]
+
+
+def test_an_entry_without_per_candidate_times_keeps_its_winner():
+    v = variants.BY_NAME["d32_k96_c4_s4_x2"]
+    assert dispatch.fit({"variant": v.name, "shape": {"B": 1, "N": 4, "K": 4, "D": 32}, "times_ms": {}}, v, 32, 9, 9) == v
+    assert dispatch.fit({"variant": v.name}, v, 32, 9, 9) == v
 
 
 def test_picking_costs_at_most_5_microseconds():
@@ -127,7 +160,7 @@ def cpu_state(monkeypatch):
                                     {"labels": ((1, 1024), torch.int32)})
     c_sq = torch.full((1, v.kp(16)), float("inf"))
     state = dispatch._State(v, "test", launch, prepared, c_sq, 16, None)
-    key = (x.data_ptr(), c.data_ptr(), 1, 1024, 16, 32, x.dtype, None)
+    key = (x.data_ptr(), c.data_ptr(), 1, 1024, 16, 32, x.dtype, x.get_device())
     monkeypatch.setitem(dispatch._states, key, state)
     return x, c, state, calls
 
@@ -147,6 +180,23 @@ def test_the_per_call_path_launches_once_and_refreshes_norms_only_when_c_changes
     torch.testing.assert_close(state.c_sq[:, :16], 4 * want)
     other = c.clone()  # another tensor: never served by the first one's state
     assert dispatch.fast_assign(x, other) is None
+
+
+def test_padded_features_run_on_copies_kept_with_the_state_c_copied_only_when_it_changes(cpu_state):
+    _, _, state, calls = cpu_state
+    x, c = torch.randn(1, 1024, 27).to(torch.bfloat16), torch.randn(1, 16, 27).to(torch.bfloat16)
+    state.xp, state.cp = torch.zeros(1, 1024, 32, dtype=torch.bfloat16), torch.zeros(1, 16, 32, dtype=torch.bfloat16)
+    labels = torch.empty(1, 1024, dtype=torch.int32)
+    dispatch._run(state, x, c, labels)
+    assert torch.equal(state.xp[..., :27], x) and (state.xp[..., 27:] == 0).all() and torch.equal(state.cp[..., :27], c)
+    torch.testing.assert_close(state.c_sq[:, :16], (c.float() ** 2).sum(-1))
+    state.cp.zero_()
+    x.add_(1)
+    dispatch._run(state, x, c, labels)
+    assert torch.equal(state.xp[..., :27], x) and (state.cp == 0).all()  # x copied every call, c only when it moved
+    c.mul_(2)
+    dispatch._run(state, x, c, labels)
+    assert torch.equal(state.cp[..., :27], c) and len(calls) == 3
 
 
 def test_the_per_call_path_costs_at_most_15_microseconds_before_the_driver(cpu_state):

@@ -8,7 +8,9 @@ SHAPES = [
     {"B": 3, "N": 777, "K": 200, "D": 256},
     {"B": 1, "N": 513, "K": 129, "D": 72},  # D below the tile width: TMA zero-fills the rest
     {"B": 2, "N": 1025, "K": 3, "D": 12},  # D % 8 != 0: zero-padded copies
-    {"B": 1, "N": 2049, "K": 65, "D": 300},  # D > 256: the torch path
+    {"B": 1, "N": 2049, "K": 65, "D": 300},  # D > 256: the streamed wide tiles (384 here)
+    {"B": 2, "N": 1500, "K": 40, "D": 1000},  # the widest tile, 1024
+    {"B": 1, "N": 3000, "K": 33, "D": 517},  # wide and D % 8 != 0: zero-padded copies on the 768-wide tile
     {"B": 1, "N": 4097, "K": 2, "D": 8},  # the smallest K and D of the domain
 ]
 

@@ -1,4 +1,7 @@
-"""The tuned sm_90a Flash-KMeans assignment schedule (what kmeans_assign dispatches to).
+"""The tuned sm_90a Flash-KMeans assignment schedules (what kmeans_assign dispatches to).
+
+`assign_sm90a_tuned` up to 256 features; `assign_sm90a_streamed` (its docstring says why)
+for 257-1024.
 
 Where the seed schedule (schedules.assign_sm90a) lets each block hold 128 points and
 finish before the next starts, this one is written for the H200's limits:
@@ -34,12 +37,8 @@ INF = math.inf
 MAX_BOX_ROWS = 256  # TMA boxes hold at most 256 elements per dimension
 
 
-def assign_sm90a_tuned(d=128, block_k=128, stages=3, x_stages=2, consumers=4, dtype="bf16",
-                       name="kmeans_assign_sm90a_tuned", rows=1):
-    block_n = 64 * consumers * rows
-    box_rows = min(block_n, MAX_BOX_ROWS)
-    boxes = block_n // box_rows
-    kb = KernelBuilder(name, target="sm_90a")
+def _contract(kb, d, block_k, dtype):
+    """The assignment's symbols, contract, requirements and tensors on `kb`: (B, N, KP, x, c, c_sq, labels)."""
     b_sym = kb.symbol("B", min=1, max=1 << 16, doc="independent problems")
     n = kb.symbol("N", min=1, max=1 << 26, doc="points per problem")
     kk = kb.symbol("K", min=1, max=1 << 20, doc="centroids per problem")
@@ -60,6 +59,23 @@ def assign_sm90a_tuned(d=128, block_k=128, stages=3, x_stages=2, consumers=4, dt
     c_sq = kb.tensor("c_sq", "f32", [b_sym, kp], doc="squared centroid norms, from c as stored; +inf past K")
     labels = kb.tensor("labels", "i32", [b_sym, n], access="write", doc="nearest centroid of each point")
     kb.persistent(min_blocks_per_sm=1)
+    return b_sym, n, kp, x, c, c_sq, labels
+
+
+def _register_split(consumers, producer=None):
+    """(producer, consumer) setmaxnreg budgets: the producer warpgroup hands its share to the consumers
+    (setmaxnreg moves registers within the block's launch allocation: compiler/targets/registers.py)."""
+    producer = producer or (24 if consumers > 2 else 40)
+    return registers.producer_consumer_split("sm_90a", 128, producer, 128 * consumers, cap=240)
+
+
+def assign_sm90a_tuned(d=128, block_k=128, stages=3, x_stages=2, consumers=4, dtype="bf16",
+                       name="kmeans_assign_sm90a_tuned", rows=1):
+    block_n = 64 * consumers * rows
+    box_rows = min(block_n, MAX_BOX_ROWS)
+    boxes = block_n // box_rows
+    kb = KernelBuilder(name, target="sm_90a")
+    b_sym, n, kp, x, c, c_sq, labels = _contract(kb, d, block_k, dtype)
 
     swizzle = swizzle_for(d, dtype)
     # One region per TMA box of points (named sX, sX1, sX2, ... so rows=1 builds the kernel it always did).
@@ -85,10 +101,7 @@ def assign_sm90a_tuned(d=128, block_k=128, stages=3, x_stages=2, consumers=4, dt
 
     row_blocks = ceil_div(n, block_n)
     k_tiles = kp // block_k
-    # Registers: the producer warpgroup hands its share to the consumers (setmaxnreg moves
-    # registers within the block's launch allocation: compiler/targets/registers.py).
-    producer_regs, consumer_regs = registers.producer_consumer_split(
-        "sm_90a", 128, 24 if consumers > 2 else 40, 128 * consumers, cap=240)
+    producer_regs, consumer_regs = _register_split(consumers)
 
     with kb.role("load", "producer", warpgroups=1, registers=producer_regs) as r:
         init_barriers(r, x_full, x_empty, full, empty)
@@ -145,6 +158,85 @@ def assign_sm90a_tuned(d=128, block_k=128, stages=3, x_stages=2, consumers=4, dt
             for j in range(rows):
                 r.arg_reduce("argmin", best_vs[j].all, 1, 0, best_vs[j].all, best_is[j].all, "lanes", accumulate=True)
                 r.copy(best_is[j].all, labels[bi, row0[j]])
+    return kb.build()
+
+
+def assign_sm90a_streamed(d=512, block_k=128, dk=64, stages=4, consumers=4, dtype="bf16",
+                          name="kmeans_assign_sm90a_streamed"):
+    """The assignment for wide features: points and centroids stream together in slabs of dk features.
+
+    assign_sm90a_tuned keeps a block's points resident at their full width; past 256
+    features that leaves room for one buffer of 64 points beside whole centroid tiles,
+    and each block waited for its points with no wgmma running (0.37x flashlib at B 49
+    N 21596 K 88 D 692 on the 768-wide tile). Here each ring slot holds a [64 *
+    consumers, dk] slab of points, the [block_k, dk] slab of centroids it meets and
+    the tile's c_sq: round (tile, k, slab) feeds one wgmma per consumer, accumulated
+    over the d / dk slabs of a centroid tile, ranked at the last one. Points are read
+    once per centroid tile (from L2 after the first), so a 128-wide tile reads them
+    once for K <= 128, the common case at these widths (embedding clustering).
+    """
+    if d % dk or dk % 64 or d // dk < 2:
+        raise ValueError("d must be two or more slabs of dk features (a multiple of 64)")
+    chunks = d // dk
+    block_n = 64 * consumers
+    kb = KernelBuilder(name, target="sm_90a")
+    b_sym, n, kp, x, c, c_sq, labels = _contract(kb, d, block_k, dtype)
+    swizzle = swizzle_for(dk, dtype)
+    s_x = kb.shared("sX", dtype, [block_n, dk], stages=stages, swizzle=swizzle)
+    s_c = kb.shared("sC", dtype, [block_k, dk], stages=stages, swizzle=swizzle)
+    s_q = kb.shared("sCsq", "f32", [block_k], stages=stages)
+    acc = kb.registers("acc", "f32", [64, block_k], layout="wgmma_acc", owner="mma")
+    best_v = kb.registers("best_v", "f32", [64], layout="wgmma_rows", owner="mma")
+    best_i = kb.registers("best_i", "i32", [64], layout="wgmma_rows", owner="mma")
+    slab_bytes = kb.tile_bytes(s_x, s_c, s_q)
+    full = kb.mbarrier("full", arrivals=1, count=stages, tx_bytes=slab_bytes)
+    empty = kb.mbarrier("empty", arrivals=consumers, count=stages)
+    wg_done = kb.named_barrier("wg_done", threads=128, count=consumers)
+    kb.pipeline("ring", stages, full, empty, [s_x, s_c, s_q], producer="load", consumers=["mma"])
+    row_blocks = ceil_div(n, block_n)
+    k_tiles = kp // block_k
+    # The producer's walk over (tile, centroid tile, slab) spills 56-104 bytes in 24 registers.
+    producer_regs, consumer_regs = _register_split(consumers, producer=40)
+
+    with kb.role("load", "producer", warpgroups=1, registers=producer_regs) as r:
+        init_barriers(r, full, empty)
+        with r.if_((r.warp == 0) & r.elected):
+            with r.tiles("tile", b_sym * row_blocks, counter="it") as (tile, it):
+                bi, n0 = tile // row_blocks, (tile % row_blocks) * block_n
+                with r.loop("k", 0, k_tiles) as k:
+                    with r.loop("sl", 0, chunks) as sl:  # not "c": the centroids' tensor
+                        rnd = (it * k_tiles + k) * chunks + sl
+                        r.wait(empty.round(rnd))
+                        r.expect_tx(full.round(rnd), slab_bytes)
+                        r.tma_load(x[bi, n0, sl * dk], s_x[rnd % stages], full.round(rnd))
+                        r.tma_load(c[bi, k * block_k, sl * dk], s_c[rnd % stages], full.round(rnd))
+                        r.tma_load(c_sq[bi, k * block_k], s_q[rnd % stages], full.round(rnd))
+
+    with kb.role("mma", "consumer", warpgroups=consumers, registers=consumer_regs) as r:
+        r.block_sync()
+        leader = (r.warp % 4 == 0) & r.elected
+        with r.tiles("tile", b_sym * row_blocks, counter="it") as (tile, it):
+            bi, n0 = tile // row_blocks, (tile % row_blocks) * block_n
+            r.fill(best_v.all, INF)
+            r.fill(best_i.all, 0)
+            with r.loop("k", 0, k_tiles) as k:
+                with r.loop("sl", 0, chunks) as sl:
+                    rnd = (it * k_tiles + k) * chunks + sl
+                    r.wait(full.round(rnd))
+                    xs = s_x.tile(rnd % stages, window=[(r.warpgroup * 64, 64), (0, dk)])
+                    r.mma("wgmma", xs, s_c[rnd % stages], acc.all, accumulate=sl > 0)
+                    r.mma_wait(0)
+                    with r.if_(sl == chunks - 1):
+                        r.ew("fma", acc.all, acc.all, -2.0, s_q[rnd % stages])
+                        r.arg_reduce("argmin", acc.all, 1, k * block_k, best_v.all, best_i.all, "thread",
+                                     accumulate=True)
+                    # As in assign_sm90a_tuned: wgmma and c_sq reads done, ordered before the TMA refill.
+                    r.fence("proxy_async")
+                    r.named_sync(wg_done, index=r.warpgroup)
+                    with r.if_(leader):
+                        r.arrive(empty.round(rnd))
+            r.arg_reduce("argmin", best_v.all, 1, 0, best_v.all, best_i.all, "lanes", accumulate=True)
+            r.copy(best_i.all, labels[bi, n0 + r.warpgroup * 64])
     return kb.build()
 
 

@@ -14,16 +14,23 @@ Every variant is `tuned.assign_sm90a_tuned` at one parameter set:
   feature tiles (SMALL_D), where a tile's wgmma and epilogue are short and each
   consumer's serial chain per tile is the limit (docs/gpu_runs.md, 2026-12-02).
 The narrow feature tiles also take the centroid tiles of SMALL_K_TILES (96, so that K of
-65-96 does not pay for 128). Centroid tiles are multiples of 32: a stage of c_sq (4 bytes a
-centroid) is a TMA destination and must start 128-byte aligned, and the 16-, 48-, 80- and
-112-wide tiles faulted on the H200 (misaligned address; lowering aligns unswizzled stages
-to 16 bytes, and neither the verifier nor `fits` checks it).
+65-96 does not pay for 128). A stage of c_sq (4 bytes a centroid) is a TMA destination and
+must start 128-byte aligned: the 16-, 48-, 80- and 112-wide tiles once faulted on the H200
+(misaligned address); compiler/ir/smem_layout.py now pads every TMA stage to 128 bytes, so
+they could return (not measured since).
+- The wide feature tiles (WIDE_D: 384, 512, 768, 1024, for D of 257-1024) run
+  `tuned.assign_sm90a_streamed` (`dk` = SLAB): points and centroids stream together in
+  64-feature slabs, none resident, two or four consumers, 32- to 128-wide centroid tiles
+  (STREAMED). The resident form at these widths (one or two consumers, 16- to 64-wide
+  tiles: all that fits beside 64 points of 768 features) single-buffers its points, and
+  ran 0.37x-0.84x flashlib on 6 of the 10 wide shapes of the first validation.
 A variant fits when the compiler finds its kernel fits the block (compiler/targets/fits.py,
 what the verifier checks): lowering's shared-memory layout within the target's per-block
 limit, and every consumer's live fragments within its register budget (with four
 consumers their 112 registers hold block_k <= 128).
 The kernel is persistent and bounds-checked in N and K, so every variant admits every
-N >= 1 and K >= 1 up to its symbols' maxima, and every D <= d with D % 8 == 0.
+N >= 1 and K >= 1 up to its symbols' maxima, and every D <= d with D % 8 == 0 (a D that
+is not runs on zero-padded copies: kernels/kmeans/dispatch.py).
 
 `VARIANTS` is the set built ahead of time (Bazel's //kernels/kmeans:assign_prebuilt) and
 searched by the tuner; `GENERIC` is the bounds-checked variant the dispatcher falls back
@@ -43,6 +50,9 @@ DTYPES = ("bf16", "f16")
 SMALL_D = (16, 32)  # the feature tiles with the small-D extension below
 SMALL_K_TILES = (96,)  # one row block per consumer, two or four consumers (c_sq stages: whole 128 B, for TMA)
 ROWS = {2: (32, 64, 96, 128), 4: (32, 64)}  # rows per consumer -> centroid tiles (two or four consumers)
+WIDE_D = (384, 512, 768, 1024)
+SLAB = 64  # the streamed variants' slab width (one 128-byte swizzle panel of bf16/f16)
+STREAMED = ((128, 4), (64, 4), (32, 4), (128, 2), (64, 2))  # (centroid tile, consumers) on every wide tile
 
 
 @dataclasses.dataclass(frozen=True, order=True)
@@ -53,9 +63,12 @@ class AssignVariant:
     stages: int
     x_stages: int
     rows: int = 1
+    dk: int = 0  # > 0: tuned.assign_sm90a_streamed, points and centroids in slabs of dk features (x_stages unused)
 
     @property
     def name(self):
+        if self.dk:
+            return "d%d_k%d_c%d_s%d_dk%d" % (self.d, self.block_k, self.consumers, self.stages, self.dk)
         base = "d%d_k%d_c%d_s%d_x%d" % (self.d, self.block_k, self.consumers, self.stages, self.x_stages)
         return base + ("_r%d" % self.rows if self.rows > 1 else "")
 
@@ -64,8 +77,14 @@ class AssignVariant:
         return 64 * self.consumers * self.rows
 
     def params(self):
+        if self.dk:
+            return dict(d=self.d, block_k=self.block_k, consumers=self.consumers, stages=self.stages, dk=self.dk)
         return dict(d=self.d, block_k=self.block_k, consumers=self.consumers, stages=self.stages, x_stages=self.x_stages,
                     rows=self.rows)
+
+    def builder(self):
+        """The schedule builder this variant's params() are for."""
+        return tuned.assign_sm90a_streamed if self.dk else tuned.assign_sm90a_tuned
 
     def kernel(self, dtype="bf16"):
         """The IR kernel (a cake.ir.v1.Kernel) of this variant for `dtype` ("bf16" or "f16")."""
@@ -82,13 +101,15 @@ class AssignVariant:
 
 def fits(variant):
     """Whether the variant's kernel fits the target's block (compiler/targets/fits.py)."""
-    return block_fits.fits(tuned.assign_sm90a_tuned(**variant.params()))  # bf16; f16 takes the same bytes and registers
+    return block_fits.fits(variant.builder()(**variant.params()))  # bf16; f16 takes the same bytes and registers
 
 
-def make(d, block_k, consumers, rows=1):
-    """The variant at (d, block_k, consumers, rows) with the deepest rings that fit, or None if none fits."""
-    for stages, x_stages in ((4, 2), (3, 2), (3, 1), (2, 1)):
-        v = AssignVariant(d, block_k, consumers, stages, x_stages, rows)
+def make(d, block_k, consumers, rows=1, dk=0):
+    """The variant at (d, block_k, consumers, rows; streamed in slabs of dk when dk) with the deepest rings that
+    fit, or None if none fits."""
+    rings = ((6, 0), (5, 0), (4, 0), (3, 0)) if dk else ((4, 2), (3, 2), (3, 1), (2, 1))
+    for stages, x_stages in rings:
+        v = AssignVariant(d, block_k, consumers, stages, x_stages, rows, dk)
         if fits(v):
             return v
     return None
@@ -111,25 +132,38 @@ def _family():
                 v = make(d, block_k, consumers, rows)
                 if v is not None:
                     out.append(v)
+    # The wide feature tiles (after the two above, for the same reason).
+    for d in WIDE_D:
+        for block_k, consumers in STREAMED:
+            v = make(d, block_k, consumers, dk=SLAB)
+            if v is not None:
+                out.append(v)
     return tuple(out)
 
 
 VARIANTS = _family()
 BY_NAME = {v.name: v for v in VARIANTS}
-# Bounds-checked in N and K and admitting every D <= 256: the fallback for any kernel-path shape.
+# Bounds-checked in N and K and admitting every D <= 256, and every D <= 1024: the fallbacks of the kernel path.
 GENERIC = make(256, 64, 2)
+GENERIC_WIDE = make(1024, 64, 2, dk=SLAB)
+UPDATE_MAX_D = 256  # the sorted update's widest lane layout (prebuilt_update_kernels); wider D update in torch
+
+
+def generic(d):
+    """The fallback variant for problems of `d` features (d % 8 == 0, d <= 1024)."""
+    return GENERIC if GENERIC.admits(d) else GENERIC_WIDE
 
 
 def d_tile(d):
     """The smallest feature tile that holds `d` features, or None above the largest."""
-    for t in D_TILES:
+    for t in D_TILES + WIDE_D:
         if d <= t:
             return t
     return None
 
 
 def candidates(d):
-    """The variants a problem of `d` features (d % 8 == 0, d <= 256) may run on, on its own tile."""
+    """The variants a problem of `d` features (d % 8 == 0, d <= 1024) may run on, on its own tile."""
     t = d_tile(d)
     return tuple(v for v in VARIANTS if v.d == t)
 
@@ -137,7 +171,7 @@ def candidates(d):
 @functools.lru_cache(maxsize=None)
 def _kernel(variant, dtype):
     name = "kmeans_assign_%s_%s" % (variant.name, dtype)
-    return tuned.assign_sm90a_tuned(dtype=dtype, name=name, **variant.params())
+    return variant.builder()(dtype=dtype, name=name, **variant.params())
 
 
 def predicted_seconds(variant, shape):
@@ -174,7 +208,7 @@ def prebuilt_kernels():
 
 def prebuilt_update_kernels():
     """The sorted update at every lane width the API uses (D up to 256, 32 features a step), both dtypes."""
-    return [tuned.update_sorted(d=d, dtype=dtype) for d in range(32, 257, 32) for dtype in DTYPES]
+    return [tuned.update_sorted(d=d, dtype=dtype) for d in range(32, UPDATE_MAX_D + 1, 32) for dtype in DTYPES]
 
 
 def prebuilt_all():
