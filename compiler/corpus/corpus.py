@@ -24,7 +24,7 @@ from kernels.kmeans import schedules as kmeans
 from kernels.kmeans import tuned as kmeans_tuned
 from kernels.knn import naive as knn_naive
 from kernels.knn import schedules as knn
-from kernels.knn import select as knn_select
+from kernels.knn import wide_select as knn_select
 
 GOOD_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "good")
 
