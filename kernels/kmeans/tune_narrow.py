@@ -198,6 +198,17 @@ def launch_once(names):
     torch.cuda.synchronize()
 
 
+def session(out_dir, log_name, t_start):
+    """(log, machine record, {name: TuningDB} of DATABASES) for a tuning run writing under `out_dir`: what
+    every tune_* script starts from."""
+    from runtime.environment import machine_record
+    from runtime.tuning_db import TuningDB
+
+    os.makedirs(out_dir, exist_ok=True)
+    log = bench_dispatch.run_log(os.path.join(out_dir, log_name), t_start)
+    return log, machine_record(), {name: TuningDB.load(os.path.join(dispatch.TUNING_DIR, name)) for name in DATABASES}
+
+
 def main():
     if sys.argv[1:2] == ["--launch"]:
         return launch_once(sys.argv[2:])
@@ -211,15 +222,7 @@ def main():
     ap.add_argument("--install", action="store_true", help="also write the databases into kernels/kmeans/tuning")
     args = ap.parse_args()
     t_start = time.time()
-
-    from runtime.environment import machine_record
-    from runtime.tuning_db import TuningDB
-
-    os.makedirs(args.out_dir, exist_ok=True)
-    log = bench_dispatch.run_log(os.path.join(args.out_dir, "kmeans_narrow.log"), t_start)
-
-    env = machine_record()
-    dbs = {name: TuningDB.load(os.path.join(dispatch.TUNING_DIR, name)) for name in DATABASES}
+    log, env, dbs = session(args.out_dir, "kmeans_narrow.log", t_start)
     items = plan(dbs, set(filter(None, args.buckets.split(","))))
     log("%d buckets to tune, %d timings planned" % (len(items), sum(len(i[2]) * len(i[3]) for i in items)))
     tuned = tune(dbs, items, env, t_start + args.tune_s, log)

@@ -52,14 +52,7 @@ def main():
     ap.add_argument("--install", action="store_true", help="also write the databases into kernels/kmeans/tuning")
     args = ap.parse_args()
     t_start = time.time()
-
-    from runtime.environment import machine_record
-    from runtime.tuning_db import TuningDB
-
-    os.makedirs(args.out_dir, exist_ok=True)
-    log = bench_dispatch.run_log(os.path.join(args.out_dir, "kmeans_wide.log"), t_start)
-    env = machine_record()
-    dbs = {name: TuningDB.load(os.path.join(dispatch.TUNING_DIR, name)) for name in tune_narrow.DATABASES}
+    log, env, dbs = tune_narrow.session(args.out_dir, "kmeans_wide.log", t_start)
     items = plan(dbs)
     log("%d buckets to tune, %d timings planned" % (len(items), sum(len(i[2]) * len(i[3]) for i in items)))
     tuned = tune_narrow.tune(dbs, items, env, t_start + args.deadline_s, log)
