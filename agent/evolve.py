@@ -143,6 +143,8 @@ def _llm_client(args):
 
 
 def _authors(args, llm_client, search, task, store, port, mode, log):
+    """The run's authors by --author: the tactic search, the LLM author (taught the compiler's op catalogue, shown
+    the run's population in `store`), or both in turn."""
     if llm_client is None:
         return [search]
     from agent.authors.llm import LlmAuthor
