@@ -10,6 +10,8 @@
   current calibration's by at least MIN_GAIN (relative).
 - Tactic weights pass when every changed weight rests on enough outcomes and stays
   within bounds.
+- A repair order passes when each new list holds exactly the listed tactics and rests on
+  enough trials (learn/repair_order.py).
 - A macro-tactic passes when, replayed (learn/macros.replay: seeded cost-model runs of
   its task with and without it), the runs with it reach each seed's best without it in
   at most MACRO_FRACTION of the evaluations that took (median over seeds), and no seed
@@ -104,6 +106,21 @@ def gate_weights(changes, outcomes):
 def _reached(curve, target):
     """Evaluations a best-so-far curve takes to come within MACRO_TOLERANCE of `target` (inf: never)."""
     return next((i + 1 for i, v in enumerate(curve) if v <= target * (1 + MACRO_TOLERANCE)), math.inf)
+
+
+def gate_repair_order(changes):
+    """changes: {diagnostic id: (old tactics, new tactics, {tactic: [successes, trials]})}. A new order passes when
+    it holds exactly the old list's tactics and rests on MIN_OUTCOMES trials of at least one of them."""
+    if not changes:
+        return Verdict(False, "no repair order changes")
+    bad = sorted(d for d, (old, new, _) in changes.items() if sorted(old) != sorted(new) or len(new) != len(old))
+    if bad:
+        return Verdict(False, "the new order of %s is not a reordering of its listed tactics" % ", ".join(bad))
+    thin = sorted(d for d, (_, _, counts) in changes.items() if max(n for _, n in counts.values()) < MIN_OUTCOMES)
+    if thin:
+        return Verdict(False, "fewer than %d trials of any tactic of %s" % (MIN_OUTCOMES, ", ".join(thin)))
+    details = {d: {"old": old, "new": new, "trials": counts} for d, (old, new, counts) in changes.items()}
+    return Verdict(True, "%d repair lists reordered by their tactics' success" % len(changes), details)
 
 
 def gate_macro(without, with_macro):

@@ -1,13 +1,14 @@
 """The self-evolving outer loop: runs' failures and measurements -> gated proposals -> knowledge files.
 
 After a run (or on demand, `evolve --learn-only`), `learn` reads every run database
-under the runs roots (agent/places.py) and makes four kinds of proposal:
+under the runs roots (agent/places.py) and makes five kinds of proposal:
 - rule: failure clusters (learn/signatures.py) that recur on at least
   `min_recurrence` distinct kernels, found after verification passed (analysis,
   build, runtime) and not already caught by a learned rule, become declarative
   verifier rules (learn/rules.py) separating them from known-good kernels;
 - calibration: a refit of the cost model's constants on all measurements;
 - weights: new tactic prior weights from the runs' tactic outcomes, per seed family and mode;
+- repairs: each diagnostic's repair tactics reordered by how often they fixed it (learn/repair_order.py);
 - macro: pairs of rewrite tactics that made measured kernels faster at both steps, in
   enough lineages (learn/macros.py), each gated by replaying its task with and without it.
 Each goes through its gate (learn/gate.py); accepted ones become the next version of
@@ -25,7 +26,7 @@ import os
 from compiler.ir.text import parse_kernel, print_kernel
 
 from agent.compiler_port import Refused
-from agent.learn import calibrate, gate, knowledge, macros, rules as rules_mod, signatures, weights
+from agent.learn import calibrate, gate, knowledge, macros, repair_order, rules as rules_mod, signatures, weights
 from agent.store import FILE as STORE_FILE, Store
 
 RULE_STAGES = ("analysis", "build", "runtime")
@@ -180,6 +181,24 @@ def _macro_proposals(kb, port, paths, refused, record, log):
         record("macro", sig, item, verdict, version)
 
 
+def _repair_order_proposal(kb, paths, record, log):
+    by_id = kb.load(knowledge.REPAIRS)["by_id"]
+    changes = repair_order.propose(by_id, repair_order.outcomes(paths, by_id))
+    if not changes:
+        return
+    verdict = gate.gate_repair_order(changes)
+    version = None
+    if verdict.accepted:
+        version = kb.accept(knowledge.REPAIRS, {"update": {"by_id": {d: new for d, (_, new, _) in changes.items()}}},
+                            "repair order by success over %d runs: %s" % (len(paths), "; ".join(
+                                repair_order.describe(changes))),
+                            evidence=dict(verdict.details, runs=[os.path.basename(os.path.dirname(p)) for p in paths]))
+        log("reordered the repairs of %s (repairs.json v%d, learned)" % (", ".join(sorted(changes)), version))
+    record("repairs", "repairs|%s|%d runs" % (",".join(sorted(changes)), len(paths)),
+           {d: {"old": old, "new": new, "trials": counts} for d, (old, new, counts) in changes.items()}, verdict,
+           version)
+
+
 def learn(runs_roots, kb, port, store=None, min_recurrence=3, log=print):
     """Make, gate and record proposals from every run under `runs_roots` (a list of directories) into `kb`
     (a Knowledge with a learned store), asking the compiler through `port` (agent/compiler_port.py);
@@ -197,5 +216,6 @@ def learn(runs_roots, kb, port, store=None, min_recurrence=3, log=print):
     _rule_proposals(kb, port, failures, passing, min_recurrence, record, log)
     _calibration_proposal(kb, port, pairs, record, log)
     _weights_proposal(kb, stats, record, log)
+    _repair_order_proposal(kb, paths, record, log)
     _macro_proposals(kb, port, paths, refused, record, log)
     return results
