@@ -209,6 +209,30 @@ def session(out_dir, log_name, t_start):
     return log, machine_record(), {name: TuningDB.load(os.path.join(dispatch.TUNING_DIR, name)) for name in DATABASES}
 
 
+def finish(args, dbs, env, t_start, items, tuned, log, by, how, out_name, result_how=None, made=None, summary=None):
+    """End a tuning run: note it (`by`, `how`, and `made`) in every database's history, save them under
+    args.out_dir (and into kernels/kmeans/tuning with args.install), and write `out_name`: the machine, how
+    (`result_how`, else `how`), a summary (with `summary` added) and the tuned rows."""
+    for name, db in dbs.items():
+        db.made.setdefault("later", []).append(
+            {"by": by, "how": how, "date": env["date"], "commit": env.get("cake_commit"), "buckets_tuned": len(tuned),
+             **(made or {})})
+        db.save(os.path.join(args.out_dir, name))
+        if args.install:
+            db.save(os.path.join(dispatch.TUNING_DIR, name))
+    gains = [r["speedup_over_earlier"] for r in tuned if "speedup_over_earlier" in r]
+    result = {"machine": env, "how": result_how or how,
+              "summary": {"buckets_planned": len(items), "buckets_tuned": len(tuned),
+                          "entries_changed": sum(r["variant"] != r["earlier"] for r in tuned if r["variant"]),
+                          "geomean_speedup_over_earlier_winner": bench_dispatch.geomean(gains), **(summary or {}),
+                          "script_s": time.time() - t_start},
+              "tune": tuned}
+    with open(os.path.join(args.out_dir, out_name), "w") as f:
+        json.dump(result, f, indent=1)
+        f.write("\n")
+    log(json.dumps(result["summary"]))
+
+
 def main():
     if sys.argv[1:2] == ["--launch"]:
         return launch_once(sys.argv[2:])
@@ -233,25 +257,10 @@ def main():
     report = profile(args.out_dir, list(dict.fromkeys(names)), args.profile_s) if names and args.profile_s > 0 else None
     log("profiled %s" % (names if report else None))
     retimed = {} if args.no_retime else retime(dbs, {r["bucket"] for r in tuned}, env, t_start + args.deadline_s, log)
-    for name, db in dbs.items():
-        db.made.setdefault("later", []).append(
-            {"by": "kernels/kmeans/tune_narrow.py", "how": __doc__.split("1. ")[1].split("The result")[0].strip(),
-             "date": env["date"], "commit": env.get("cake_commit"), "buckets_tuned": len(tuned), **retimed})
-        db.save(os.path.join(args.out_dir, name))
-        if args.install:
-            db.save(os.path.join(dispatch.TUNING_DIR, name))
-    gains = [r["speedup_over_earlier"] for r in tuned if "speedup_over_earlier" in r]
-    result = {"machine": env, "how": __doc__.split("One run, in this order:")[1].split("The result")[0].strip(),
-              "summary": {"buckets_planned": len(items), "buckets_tuned": len(tuned),
-                          "entries_changed": sum(r["variant"] != r["earlier"] for r in tuned if r["variant"]),
-                          "geomean_speedup_over_earlier_winner": bench_dispatch.geomean(gains), **retimed,
-                          "tune_s": t_tuned - t_start, "script_s": time.time() - t_start,
-                          "profile": os.path.basename(report) if report else None},
-              "tune": tuned}
-    with open(os.path.join(args.out_dir, "kmeans_narrow_h200.json"), "w") as f:
-        json.dump(result, f, indent=1)
-        f.write("\n")
-    log(json.dumps(result["summary"]))
+    finish(args, dbs, env, t_start, items, tuned, log, "kernels/kmeans/tune_narrow.py",
+           __doc__.split("1. ")[1].split("The result")[0].strip(), "kmeans_narrow_h200.json",
+           result_how=__doc__.split("One run, in this order:")[1].split("The result")[0].strip(), made=retimed,
+           summary=dict(retimed, tune_s=t_tuned - t_start, profile=os.path.basename(report) if report else None))
 
 
 if __name__ == "__main__":

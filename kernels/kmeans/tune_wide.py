@@ -19,11 +19,9 @@ replaces stays under "earlier". The databases are written to --out-dir and, with
 """
 
 import argparse
-import json
-import os
 import time
 
-from kernels.kmeans import bench_dispatch, dispatch, tune_narrow, variants
+from kernels.kmeans import bench_dispatch, tune_narrow, variants
 
 BUCKETS = ("D4/K2/R5", "D4/K2/R4", "D4/K2/R6", "D4/K1/R5", "D4/K3/R5")
 OFF_TILE_D = (200, 232)
@@ -60,24 +58,8 @@ def main():
         entry = dbs[row["database"] or "h200_rest.json"].entries.get(row["bucket"])
         if entry and row["variant"]:
             entry["how"] = HOW
-    for name, db in dbs.items():
-        db.made.setdefault("later", []).append(
-            {"by": "kernels/kmeans/tune_wide.py", "how": __doc__.split("One run: ")[1].split("The databases")[0].strip(),
-             "date": env["date"], "commit": env.get("cake_commit"), "buckets_tuned": len(tuned)})
-        db.save(os.path.join(args.out_dir, name))
-        if args.install:
-            db.save(os.path.join(dispatch.TUNING_DIR, name))
-    gains = [r["speedup_over_earlier"] for r in tuned if "speedup_over_earlier" in r]
-    result = {"machine": env, "how": __doc__.split("One run: ")[1].split("The databases")[0].strip(),
-              "summary": {"buckets_planned": len(items), "buckets_tuned": len(tuned),
-                          "entries_changed": sum(r["variant"] != r["earlier"] for r in tuned if r["variant"]),
-                          "geomean_speedup_over_earlier_winner": bench_dispatch.geomean(gains),
-                          "script_s": time.time() - t_start},
-              "tune": tuned}
-    with open(os.path.join(args.out_dir, "kmeans_wide_h200.json"), "w") as f:
-        json.dump(result, f, indent=1)
-        f.write("\n")
-    log(json.dumps(result["summary"]))
+    tune_narrow.finish(args, dbs, env, t_start, items, tuned, log, "kernels/kmeans/tune_wide.py",
+                       __doc__.split("One run: ")[1].split("The databases")[0].strip(), "kmeans_wide_h200.json")
 
 
 if __name__ == "__main__":
