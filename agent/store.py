@@ -48,6 +48,7 @@ CREATE TABLE IF NOT EXISTS peers (name TEXT PRIMARY KEY, median_s REAL, detail T
 """
 
 FINAL = ("invalid", "evaluated", "pruned", "measured", "failed")
+REJECTED = ("invalid", "failed")  # the final statuses of candidates the compiler, the contract or the GPU refused
 
 
 class Store:
@@ -133,10 +134,10 @@ class Store:
     def rejected(self, limit, author=None):
         """The latest `limit` candidates the verifier, the contract, the build or the GPU rejected (newest first),
         of `author` alone when given."""
-        query = "SELECT * FROM candidates WHERE status IN ('invalid', 'failed')"
-        args = ()
+        query = "SELECT * FROM candidates WHERE status IN (%s)" % ", ".join("?" * len(REJECTED))
+        args = REJECTED
         if author is not None:
-            query, args = query + " AND author = ?", (author,)
+            query, args = query + " AND author = ?", args + (author,)
         return [dict(r) for r in self.db.execute(query + " ORDER BY id DESC LIMIT ?", args + (limit,))]
 
     def first(self):

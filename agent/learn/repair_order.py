@@ -16,9 +16,9 @@ import collections
 import sqlite3
 
 from agent.learn import gate
+from agent.store import REJECTED
 
 MIN_TRIALS = gate.MIN_OUTCOMES
-FAILED = ("invalid", "failed")
 PREFIX = "repair:"
 
 
@@ -38,7 +38,7 @@ def outcomes(paths, by_id):
             name = tactic[len(PREFIX):]
             if name in by_id.get(diag, ()) and status != "pending":  # pending: never assessed
                 cell = out[diag][name]
-                cell[0] += status not in FAILED
+                cell[0] += status not in REJECTED
                 cell[1] += 1
     return out
 
